@@ -1,0 +1,360 @@
+//! The request head parse: the request line, then one pass over the header block for
+//! the four fields that decide framing and keep-alive. No allocation; the result
+//! borrows from the input.
+//!
+//! RFC 9112, section 2.2 and 3:
+//! ```text
+//! HTTP-message = start-line CRLF *( field-line CRLF ) CRLF [ message-body ]
+//! request-line = method SP request-target SP HTTP-version
+//! field-line   = field-name ":" OWS field-value OWS
+//! ```
+//! A bare LF ends a line as CRLF does, and one empty line before the request line is
+//! skipped (both allowed by section 2.2). Everything else that breaks the grammar is
+//! an error, because a minimal server must never guess where a request ends.
+
+use super::syntax::{is_target_byte, is_tchar, is_value_byte, trim_ows};
+
+/// The outcome of parsing a buffer that may hold only the start of a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status<T> {
+    /// The request head is complete.
+    Complete(T),
+    /// More bytes are needed.
+    Partial,
+}
+
+/// The request method, as far as a hello server cares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// `GET`
+    Get,
+    /// `HEAD`: the same head as `GET`, no body.
+    Head,
+    /// Any other valid method token.
+    Other,
+}
+
+/// The protocol version of the request line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Version {
+    /// `HTTP/1.0`: closes unless the client asks for keep-alive.
+    Http10,
+    /// `HTTP/1.1` (and any later 1.x minor version): keeps the connection unless asked.
+    Http11,
+}
+
+/// A parsed request head, borrowing from the buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request<'a> {
+    /// The method.
+    pub method: Method,
+    /// The request target, as sent.
+    pub target: &'a [u8],
+    /// The version.
+    pub version: Version,
+    /// Whether the connection stays open after the response (RFC 9112, 9.3).
+    pub keep_alive: bool,
+    /// The body length from `Content-Length`, 0 when absent.
+    pub content_length: u64,
+    /// The body is `Transfer-Encoding: chunked`.
+    pub chunked: bool,
+    /// The `Host` value, if sent.
+    pub host: Option<&'a [u8]>,
+    /// Bytes of the head, up to and including the empty line.
+    pub head_len: usize,
+}
+
+/// Why a request head was refused. Each maps to one response status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// The method is not a token (or the input is not HTTP at all).
+    Method,
+    /// The target is empty or has a space or control byte.
+    Target,
+    /// The version is not `HTTP/1.x` (and not a later major version).
+    Version,
+    /// `HTTP/2.0` or later on an HTTP/1 connection, such as the HTTP/2 preface.
+    UnsupportedVersion,
+    /// A header line breaks the grammar: no colon, a bad name, a control byte, obs-fold.
+    Header,
+    /// `Content-Length` is not a number, overflows, or two of them disagree.
+    ContentLength,
+    /// `Transfer-Encoding` other than `chunked`, or together with `Content-Length`.
+    TransferEncoding,
+    /// An HTTP/1.1 request without `Host`, or any request with two.
+    Host,
+    /// The request line is longer than the limit.
+    RequestLineTooLong,
+    /// The head is larger than the limit.
+    HeadTooLarge,
+}
+
+impl Error {
+    /// The response status for this error.
+    pub fn status(self) -> u16 {
+        match self {
+            Error::UnsupportedVersion => 505,
+            Error::RequestLineTooLong => 414,
+            Error::HeadTooLarge => 431,
+            _ => 400,
+        }
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Error::Method => "invalid method",
+            Error::Target => "invalid request target",
+            Error::Version => "invalid HTTP version",
+            Error::UnsupportedVersion => "HTTP version not supported",
+            Error::Header => "invalid header line",
+            Error::ContentLength => "invalid Content-Length",
+            Error::TransferEncoding => "unsupported Transfer-Encoding",
+            Error::Host => "missing or repeated Host",
+            Error::RequestLineTooLong => "request line too long",
+            Error::HeadTooLarge => "request head too large",
+        })
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Size limits of a request head.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Longest request line, without its line ending.
+    pub request_line: usize,
+    /// Largest head, from the request line to the empty line.
+    pub head: usize,
+}
+
+impl Default for Limits {
+    /// nginx's defaults: 8 KiB for a line, 32 KiB for the head.
+    fn default() -> Limits {
+        Limits { request_line: 8 * 1024, head: 32 * 1024 }
+    }
+}
+
+/// Parses the request at the start of `buf`.
+///
+/// ```
+/// use percore::http::{parse, Limits, Method, Status};
+/// let Ok(Status::Complete(req)) = parse(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", &Limits::default())
+/// else { panic!() };
+/// assert_eq!((req.method, req.target, req.keep_alive), (Method::Get, &b"/"[..], true));
+/// ```
+pub fn parse<'a>(buf: &'a [u8], limits: &Limits) -> Result<Status<Request<'a>>, Error> {
+    Progress::default().parse(buf, limits)
+}
+
+/// A resumable parse for input that arrives in pieces: it remembers how far it looked
+/// for the end of the head, so a client sending one byte at a time costs one byte of
+/// scanning per byte, not a re-scan of everything it sent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    scanned: u32,
+}
+
+impl Progress {
+    /// Parses the request at the start of `buf`, which must start where the previous
+    /// call's `buf` started (and extend it) until the result is not `Partial`.
+    pub fn parse<'a>(&mut self, buf: &'a [u8], limits: &Limits) -> Result<Status<Request<'a>>, Error> {
+        let start = skip_empty_line(buf);
+        let Some(head_len) = find_head_end(buf, self.scanned as usize) else {
+            self.scanned = buf.len() as u32;
+            check_partial(&buf[start..], limits)?;
+            return Ok(Status::Partial);
+        };
+        *self = Progress::default();
+        parse_head(&buf[start..head_len], limits, head_len).map(Status::Complete)
+    }
+}
+
+/// One empty line before the request line is skipped (RFC 9112, 2.2).
+fn skip_empty_line(buf: &[u8]) -> usize {
+    match buf {
+        [b'\n', ..] => 1,
+        [b'\r', b'\n', ..] => 2,
+        _ => 0,
+    }
+}
+
+/// The length of the head (up to and including the empty line), looking from
+/// `scanned` on (less the three bytes an ending split across calls can span).
+fn find_head_end(buf: &[u8], scanned: usize) -> Option<usize> {
+    let from = scanned.saturating_sub(3);
+    let mut at = from + buf.get(from..)?.iter().position(|&b| b == b'\n')?;
+    loop {
+        match &buf[at + 1..] {
+            [b'\n', ..] => return Some(at + 2),
+            [b'\r', b'\n', ..] => return Some(at + 3),
+            _ => {}
+        }
+        at += 1 + buf[at + 1..].iter().position(|&b| b == b'\n')?;
+    }
+}
+
+/// Refuses an incomplete head early when what arrived already breaks a rule: a method
+/// that is no token (so binary garbage gets its 400 at once), or a size limit.
+fn check_partial(line_start: &[u8], limits: &Limits) -> Result<(), Error> {
+    let line_len = line_start.iter().position(|&b| b == b'\n').unwrap_or(line_start.len());
+    if line_len > limits.request_line + 1 {
+        return Err(Error::RequestLineTooLong);
+    }
+    if line_start.len() > limits.head {
+        return Err(Error::HeadTooLarge);
+    }
+    let method_len = line_start.iter().position(|&b| b == b' ').unwrap_or(line_len);
+    if !line_start[..method_len].iter().all(|&b| is_tchar(b)) {
+        return Err(Error::Method);
+    }
+    Ok(())
+}
+
+/// Splits off the next line (without its CRLF or LF) and returns it with the rest.
+fn next_line(buf: &[u8]) -> (&[u8], &[u8]) {
+    let end = buf.iter().position(|&b| b == b'\n').unwrap_or(buf.len());
+    let line = &buf[..end];
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    (line, buf.get(end + 1..).unwrap_or_default())
+}
+
+fn parse_head<'a>(head: &'a [u8], limits: &Limits, head_len: usize) -> Result<Request<'a>, Error> {
+    let (line, mut rest) = next_line(head);
+    if line.len() > limits.request_line {
+        return Err(Error::RequestLineTooLong);
+    }
+    if head.len() > limits.head {
+        return Err(Error::HeadTooLarge);
+    }
+    let (method, target, version) = parse_request_line(line)?;
+    let mut fields = Fields::default();
+    loop {
+        let (line, after) = next_line(rest);
+        if line.is_empty() {
+            break;
+        }
+        fields.add(line)?;
+        rest = after;
+    }
+    let keep_alive = match version {
+        Version::Http11 => !fields.close,
+        Version::Http10 => fields.keep_alive && !fields.close,
+    };
+    if fields.hosts > 1 || (fields.hosts == 0 && version == Version::Http11) {
+        return Err(Error::Host);
+    }
+    if fields.chunked && (fields.content_length.is_some() || version == Version::Http10) {
+        return Err(Error::TransferEncoding);
+    }
+    Ok(Request {
+        method,
+        target,
+        version,
+        keep_alive,
+        content_length: fields.content_length.unwrap_or(0),
+        chunked: fields.chunked,
+        host: fields.host,
+        head_len,
+    })
+}
+
+fn parse_request_line(line: &[u8]) -> Result<(Method, &[u8], Version), Error> {
+    let mut parts = line.splitn(3, |&b| b == b' ');
+    let method = parts.next().unwrap_or_default();
+    if method.is_empty() || !method.iter().all(|&b| is_tchar(b)) {
+        return Err(Error::Method);
+    }
+    let target = parts.next().ok_or(Error::Version)?;
+    if target.is_empty() || !target.iter().all(|&b| is_target_byte(b)) {
+        return Err(Error::Target);
+    }
+    let version = parse_version(parts.next().ok_or(Error::Version)?)?;
+    let method = match method {
+        b"GET" => Method::Get,
+        b"HEAD" => Method::Head,
+        _ => Method::Other,
+    };
+    Ok((method, target, version))
+}
+
+/// `HTTP-version = "HTTP/" DIGIT "." DIGIT`, case-sensitive (RFC 9112, 2.3).
+fn parse_version(version: &[u8]) -> Result<Version, Error> {
+    match version {
+        b"HTTP/1.1" => Ok(Version::Http11),
+        b"HTTP/1.0" => Ok(Version::Http10),
+        [b'H', b'T', b'T', b'P', b'/', major, b'.', minor]
+            if major.is_ascii_digit() && minor.is_ascii_digit() =>
+        {
+            match major {
+                b'0' => Err(Error::Version),
+                // A later minor version is answered as the highest we speak (RFC 9110, 2.5).
+                b'1' => Ok(Version::Http11),
+                _ => Err(Error::UnsupportedVersion),
+            }
+        }
+        _ => Err(Error::Version),
+    }
+}
+
+/// What the header block says about framing and keep-alive.
+#[derive(Default)]
+struct Fields<'a> {
+    close: bool,
+    keep_alive: bool,
+    content_length: Option<u64>,
+    chunked: bool,
+    host: Option<&'a [u8]>,
+    hosts: u32,
+}
+
+impl<'a> Fields<'a> {
+    fn add(&mut self, line: &'a [u8]) -> Result<(), Error> {
+        let colon = line.iter().position(|&b| b == b':').ok_or(Error::Header)?;
+        let name = &line[..colon];
+        // A leading space (obs-fold) or one before the colon makes the name no token.
+        if name.is_empty() || !name.iter().all(|&b| is_tchar(b)) {
+            return Err(Error::Header);
+        }
+        let value = trim_ows(&line[colon + 1..]);
+        if !value.iter().all(|&b| is_value_byte(b)) {
+            return Err(Error::Header);
+        }
+        if name.eq_ignore_ascii_case(b"host") {
+            self.host = Some(value);
+            self.hosts += 1;
+        } else if name.eq_ignore_ascii_case(b"connection") {
+            for option in value.split(|&b| b == b',').map(trim_ows) {
+                self.close |= option.eq_ignore_ascii_case(b"close");
+                self.keep_alive |= option.eq_ignore_ascii_case(b"keep-alive");
+            }
+        } else if name.eq_ignore_ascii_case(b"content-length") {
+            let length = parse_length(value)?;
+            if self.content_length.is_some_and(|earlier| earlier != length) {
+                return Err(Error::ContentLength);
+            }
+            self.content_length = Some(length);
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            // Only a lone `chunked` frames a body we can find the end of.
+            if self.chunked || !value.eq_ignore_ascii_case(b"chunked") {
+                return Err(Error::TransferEncoding);
+            }
+            self.chunked = true;
+        }
+        Ok(())
+    }
+}
+
+/// `Content-Length = 1*DIGIT`, refusing signs, spaces, lists and overflow.
+fn parse_length(value: &[u8]) -> Result<u64, Error> {
+    if value.is_empty() {
+        return Err(Error::ContentLength);
+    }
+    value.iter().try_fold(0u64, |n, &b| {
+        if !b.is_ascii_digit() {
+            return Err(Error::ContentLength);
+        }
+        n.checked_mul(10).and_then(|n| n.checked_add(u64::from(b - b'0'))).ok_or(Error::ContentLength)
+    })
+}

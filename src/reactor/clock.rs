@@ -1,0 +1,51 @@
+//! The loop's coarse clock: whole seconds for deadlines, the wall-clock second for
+//! the once-a-second tick.
+
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+#[derive(Debug)]
+pub(crate) struct Clock {
+    start: Instant,
+    /// Whole seconds since `start`, as of the last tick; starts at 1 so that a
+    /// deadline of 0 can mean "none".
+    now: u32,
+    wall_second: u64,
+}
+
+impl Clock {
+    pub(crate) fn new() -> Clock {
+        Clock { start: Instant::now(), now: 1, wall_second: wall_second(SystemTime::now()) }
+    }
+
+    /// Seconds on the loop's monotonic clock, as of the last tick.
+    pub(crate) fn now(&self) -> u32 {
+        self.now
+    }
+
+    pub(crate) fn wall(&self) -> SystemTime {
+        SystemTime::now()
+    }
+
+    /// Milliseconds until the wall clock turns to the next second (at least 1).
+    pub(crate) fn ms_to_next_second(&self) -> i32 {
+        let millis = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_millis());
+        1000 - millis as i32
+    }
+
+    /// At the turn of a wall-clock second (or a jump of the clock either way), moves
+    /// the clock on and returns the wall time; otherwise `None`.
+    pub(crate) fn advance(&mut self) -> Option<SystemTime> {
+        let wall = SystemTime::now();
+        let second = wall_second(wall);
+        if second == self.wall_second {
+            return None;
+        }
+        self.wall_second = second;
+        self.now = 1 + self.start.elapsed().as_secs() as u32;
+        Some(wall)
+    }
+}
+
+fn wall_second(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}

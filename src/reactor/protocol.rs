@@ -1,0 +1,45 @@
+//! The contract between the loop and what it serves: bytes in, bytes out, a verdict.
+
+use std::time::SystemTime;
+
+/// What the loop should do after [`Protocol::on_data`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    /// Bytes of the input that were used up; the rest is handed in again, with
+    /// whatever arrives next, on the next call.
+    pub consumed: usize,
+    /// Whether the connection stays open once the output is sent.
+    pub keep_open: bool,
+}
+
+impl Verdict {
+    /// `consumed` bytes used, the connection stays open.
+    pub fn keep(consumed: usize) -> Verdict {
+        Verdict { consumed, keep_open: true }
+    }
+
+    /// `consumed` bytes used; close the connection once the output is sent.
+    /// Input after them is never handed to the protocol.
+    pub fn close(consumed: usize) -> Verdict {
+        Verdict { consumed, keep_open: false }
+    }
+}
+
+/// A protocol served by the loop. It does no I/O: the loop reads, calls
+/// [`on_data`](Protocol::on_data) with every byte not yet consumed, and sends what it
+/// appended to `out` in one `send`, after the output of earlier calls.
+///
+/// One value serves every connection of a loop; state that belongs to one
+/// connection lives in [`Protocol::Conn`], which the loop keeps beside the socket.
+pub trait Protocol {
+    /// Per-connection state, created with `Default` when a connection is accepted.
+    /// Keep it small: an idle connection costs its slab slot and nothing else.
+    type Conn: Default;
+
+    /// Handles `input`: every byte received and not yet consumed, oldest first.
+    /// Appends the response bytes to `out` and says how much input it used.
+    fn on_data(&mut self, conn: &mut Self::Conn, input: &[u8], out: &mut Vec<u8>) -> Verdict;
+
+    /// Called by the loop once a second, at the turn of the wall-clock second.
+    fn on_tick(&mut self, _now: SystemTime) {}
+}

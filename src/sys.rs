@@ -1,0 +1,151 @@
+//! Every `libc` call percore makes, behind safe functions.
+//!
+//! This is the only module with `unsafe` code. Each call goes through [`syscall!`],
+//! which turns the C convention (`-1` and `errno`) into `io::Result`, and each file
+//! descriptor is an [`OwnedFd`], closed exactly once by its `Drop`.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// Calls a libc function and maps a `-1` result to the thread's `errno`.
+macro_rules! syscall {
+    ($fn:ident ( $($arg:expr),* $(,)? )) => {{
+        // SAFETY: each caller states why the arguments are valid for this call.
+        #[allow(unused_unsafe)]
+        let res = unsafe { libc::$fn($($arg),*) };
+        if res == -1 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(res)
+        }
+    }};
+}
+
+/// Readiness reported by [`Epoll::wait`]: the token given at registration and the
+/// `EPOLL*` bits that fired.
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+pub struct Event(libc::epoll_event);
+
+impl Event {
+    /// The token the file descriptor was registered with.
+    pub fn token(&self) -> u64 {
+        self.0.u64
+    }
+    /// Data can be read (or a pending `accept`).
+    pub fn is_readable(&self) -> bool {
+        self.0.events & (libc::EPOLLIN as u32) != 0
+    }
+    /// The peer shut down its writing side, or the connection is gone: reading must
+    /// continue until `recv` returns 0 or an error, since no later edge will come.
+    pub fn is_read_closed(&self) -> bool {
+        self.0.events & ((libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR) as u32) != 0
+    }
+}
+
+impl std::fmt::Debug for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (token, events) = (self.0.u64, self.0.events);
+        f.debug_struct("Event").field("token", &token).field("events", &format_args!("{events:#x}")).finish()
+    }
+}
+
+/// Interest in input only, edge-triggered: a listener or a signalfd.
+pub const INTEREST_READ: u32 = (libc::EPOLLIN | libc::EPOLLET) as u32;
+/// Interest in everything a connection needs, edge-triggered, registered once.
+pub const INTEREST_CONNECTION: u32 =
+    (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET) as u32;
+
+/// An epoll instance.
+#[derive(Debug)]
+pub struct Epoll {
+    fd: OwnedFd,
+}
+
+impl Epoll {
+    /// Creates an epoll instance, closed on `exec`.
+    pub fn new() -> io::Result<Epoll> {
+        let fd = syscall!(epoll_create1(libc::EPOLL_CLOEXEC))?;
+        // SAFETY: epoll_create1 returned a new descriptor that nothing else owns.
+        Ok(Epoll { fd: unsafe { OwnedFd::from_raw_fd(fd) } })
+    }
+
+    /// Registers `fd` with `interest` (`INTEREST_*`) and `token`.
+    pub fn add(&self, fd: RawFd, interest: u32, token: u64) -> io::Result<()> {
+        self.ctl(libc::EPOLL_CTL_ADD, fd, interest, token)
+    }
+
+    fn ctl(&self, op: libc::c_int, fd: RawFd, interest: u32, token: u64) -> io::Result<()> {
+        let mut event = libc::epoll_event { events: interest, u64: token };
+        // SAFETY: `event` is a valid epoll_event for the duration of the call.
+        syscall!(epoll_ctl(self.fd.as_raw_fd(), op, fd, &mut event))?;
+        Ok(())
+    }
+
+    /// Waits up to `timeout_ms` (-1: forever) and fills `events` with what is ready.
+    /// An interrupted wait returns no events.
+    pub fn wait(&self, events: &mut Vec<Event>, timeout_ms: i32) -> io::Result<()> {
+        events.clear();
+        let capacity = events.capacity().min(libc::c_int::MAX as usize) as libc::c_int;
+        // SAFETY: the kernel writes at most `capacity` entries into the Vec's spare
+        // capacity; `Event` is a transparent epoll_event.
+        let n = syscall!(epoll_wait(
+            self.fd.as_raw_fd(),
+            events.as_mut_ptr().cast::<libc::epoll_event>(),
+            capacity,
+            timeout_ms,
+        ));
+        match n {
+            // SAFETY: epoll_wait initialised exactly the first `n` entries.
+            Ok(n) => unsafe { events.set_len(n as usize) },
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+        Ok(())
+    }
+}
+
+/// Accepts one connection from a non-blocking listener, itself non-blocking and
+/// close-on-exec. `WouldBlock` means the queue is drained.
+pub fn accept(listener: RawFd) -> io::Result<OwnedFd> {
+    loop {
+        let flags = libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
+        // SAFETY: null address pointers ask the kernel not to report the peer address.
+        match syscall!(accept4(listener, std::ptr::null_mut(), std::ptr::null_mut(), flags)) {
+            // SAFETY: accept4 returned a new descriptor that nothing else owns.
+            Ok(fd) => return Ok(unsafe { OwnedFd::from_raw_fd(fd) }),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Reads into `buf`; `Ok(0)` is end of stream, `WouldBlock` means drained.
+pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: the kernel writes at most `buf.len()` bytes into `buf`.
+        match syscall!(recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0)) {
+            Ok(n) => return Ok(n as usize),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Sends from `buf` without raising SIGPIPE on a closed peer; returns bytes sent.
+pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: the kernel reads at most `buf.len()` bytes from `buf`.
+        match syscall!(send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL)) {
+            Ok(n) => return Ok(n as usize),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Shuts down the sending side: the peer sees end of stream after what was sent.
+pub fn shutdown_write(fd: RawFd) -> io::Result<()> {
+    syscall!(shutdown(fd, libc::SHUT_WR))?;
+    Ok(())
+}

@@ -1,0 +1,186 @@
+//! The request parse, on byte slices: valid requests, every prefix, every split.
+
+use percore::http::{parse, Error, Limits, Method, Progress, Request, Status, Version};
+
+fn complete(buf: &[u8]) -> Request<'_> {
+    match parse(buf, &Limits::default()) {
+        Ok(Status::Complete(request)) => request,
+        other => panic!("{:?}: expected a complete request, got {other:?}", String::from_utf8_lossy(buf)),
+    }
+}
+
+fn error(buf: &[u8]) -> Error {
+    match parse(buf, &Limits::default()) {
+        Err(e) => e,
+        other => panic!("{:?}: expected an error, got {other:?}", String::from_utf8_lossy(buf)),
+    }
+}
+
+/// One line per valid request: the bytes, then what the parse must report.
+macro_rules! valid {
+    ($($name:ident: $buf:expr => $method:ident $target:literal $version:ident keep=$keep:literal len=$len:literal host=$host:expr;)*) => {
+        $(
+            #[test]
+            fn $name() {
+                let buf: &[u8] = $buf;
+                let request = complete(buf);
+                assert_eq!(request.method, Method::$method);
+                assert_eq!(request.target, $target.as_bytes());
+                assert_eq!(request.version, Version::$version);
+                assert_eq!(request.keep_alive, $keep, "keep-alive");
+                assert_eq!(request.content_length, $len);
+                assert_eq!(request.host, $host.map(str::as_bytes));
+                assert_eq!(request.head_len, buf.len(), "the head is all of the buffer");
+            }
+        )*
+    };
+}
+
+valid! {
+    get_11: b"GET / HTTP/1.1\r\nHost: a\r\n\r\n" => Get "/" Http11 keep=true len=0 host=Some("a");
+    head_11: b"HEAD /x?y=1 HTTP/1.1\r\nHost: a\r\n\r\n" => Head "/x?y=1" Http11 keep=true len=0 host=Some("a");
+    other_method: b"PURGE /p HTTP/1.1\r\nHost: a\r\n\r\n" => Other "/p" Http11 keep=true len=0 host=Some("a");
+    lowercase_method_is_a_token: b"get / HTTP/1.1\r\nHost: a\r\n\r\n" => Other "/" Http11 keep=true len=0 host=Some("a");
+    close_11: b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n" => Get "/" Http11 keep=false len=0 host=Some("a");
+    close_in_a_list: b"GET / HTTP/1.1\r\nHost: a\r\nconnection: Upgrade, CLOSE\r\n\r\n" => Get "/" Http11 keep=false len=0 host=Some("a");
+    http10_closes: b"GET / HTTP/1.0\r\n\r\n" => Get "/" Http10 keep=false len=0 host=None;
+    http10_keep_alive: b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n" => Get "/" Http10 keep=true len=0 host=None;
+    http12_is_answered_as_11: b"GET / HTTP/1.2\r\nHost: a\r\n\r\n" => Get "/" Http11 keep=true len=0 host=Some("a");
+    content_length: b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 42\r\n\r\n" => Get "/" Http11 keep=true len=42 host=Some("a");
+    same_length_twice: b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\ncontent-length: 5\r\n\r\n" => Get "/" Http11 keep=true len=5 host=Some("a");
+    bare_lf: b"GET / HTTP/1.1\nHost: a\n\n" => Get "/" Http11 keep=true len=0 host=Some("a");
+    leading_empty_line: b"\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n" => Get "/" Http11 keep=true len=0 host=Some("a");
+    ows_is_trimmed: b"GET / HTTP/1.1\r\nHost:  \t a.example \t\r\n\r\n" => Get "/" Http11 keep=true len=0 host=Some("a.example");
+    empty_value: b"GET / HTTP/1.1\r\nHost: a\r\nX-Empty:\r\n\r\n" => Get "/" Http11 keep=true len=0 host=Some("a");
+    obs_text_in_value: b"GET / HTTP/1.1\r\nHost: a\r\nX: caf\xc3\xa9\r\n\r\n" => Get "/" Http11 keep=true len=0 host=Some("a");
+}
+
+/// A request as a browser sends it, about 700 bytes of headers.
+const BROWSER: &[u8] = b"GET /index.html?q=percore HTTP/1.1\r\n\
+Host: www.example.com\r\n\
+User-Agent: Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0\r\n\
+Accept: text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8\r\n\
+Accept-Language: en-US,en;q=0.5\r\n\
+Accept-Encoding: gzip, deflate, br, zstd\r\n\
+Referer: https://www.example.com/start\r\n\
+Connection: keep-alive\r\n\
+Cookie: session=0123456789abcdef0123456789abcdef; theme=dark; lang=en; consent=yes\r\n\
+Upgrade-Insecure-Requests: 1\r\n\
+Sec-Fetch-Dest: document\r\n\
+Sec-Fetch-Mode: navigate\r\n\
+Sec-Fetch-Site: same-origin\r\n\
+Sec-Fetch-User: ?1\r\n\
+Priority: u=0, i\r\n\
+Cache-Control: max-age=0\r\n\
+\r\n";
+
+#[test]
+fn a_browser_request_parses() {
+    let request = complete(BROWSER);
+    assert_eq!(request.target, b"/index.html?q=percore");
+    assert_eq!(request.host, Some(&b"www.example.com"[..]));
+    assert!(request.keep_alive);
+}
+
+#[test]
+fn every_proper_prefix_is_partial() {
+    for full in [&b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\n"[..], BROWSER] {
+        for end in 0..full.len() {
+            assert_eq!(
+                parse(&full[..end], &Limits::default()),
+                Ok(Status::Partial),
+                "prefix of {end} bytes of {:?}",
+                String::from_utf8_lossy(full)
+            );
+        }
+    }
+}
+
+#[test]
+fn a_request_split_at_every_position_parses_the_same() {
+    let whole = complete(BROWSER);
+    for split in 0..BROWSER.len() {
+        let mut progress = Progress::default();
+        let limits = Limits::default();
+        assert_eq!(progress.parse(&BROWSER[..split], &limits), Ok(Status::Partial), "split at {split}");
+        assert_eq!(progress.parse(BROWSER, &limits), Ok(Status::Complete(whole)), "split at {split}");
+    }
+}
+
+#[test]
+fn a_request_arriving_byte_by_byte_parses_the_same() {
+    let mut progress = Progress::default();
+    let limits = Limits::default();
+    for end in 1..BROWSER.len() {
+        assert_eq!(progress.parse(&BROWSER[..end], &limits), Ok(Status::Partial));
+    }
+    assert_eq!(progress.parse(BROWSER, &limits), Ok(Status::Complete(complete(BROWSER))));
+}
+
+#[test]
+fn only_the_first_request_of_a_pipeline_is_parsed() {
+    let two = b"GET /1 HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\n";
+    let first = complete(two);
+    assert_eq!(first.target, b"/1");
+    assert_eq!(complete(&two[first.head_len..]).target, b"/2");
+}
+
+/// One line per refused request: the bytes, then the error.
+macro_rules! invalid {
+    ($($name:ident: $buf:expr => $error:ident;)*) => {
+        $(
+            #[test]
+            fn $name() {
+                assert_eq!(error($buf), Error::$error);
+            }
+        )*
+    };
+}
+
+invalid! {
+    method_not_a_token: b"G(T / HTTP/1.1\r\nHost: a\r\n\r\n" => Method;
+    binary_garbage_fails_before_the_head_ends: b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" => Method;
+    http09_request_line: b"GET /\r\n\r\n" => Version;
+    lowercase_version: b"GET / http/1.1\r\nHost: a\r\n\r\n" => Version;
+    version_with_junk: b"GET / HTTP/1.1x\r\nHost: a\r\n\r\n" => Version;
+    http2_preface: b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" => UnsupportedVersion;
+    control_byte_in_target: b"GET /a\x01b HTTP/1.1\r\nHost: a\r\n\r\n" => Target;
+    two_spaces_in_request_line: b"GET  / HTTP/1.1\r\nHost: a\r\n\r\n" => Target;
+    obs_fold: b"GET / HTTP/1.1\r\nHost: a\r\nX: 1\r\n  2\r\n\r\n" => Header;
+    space_before_colon: b"GET / HTTP/1.1\r\nHost : a\r\n\r\n" => Header;
+    no_colon: b"GET / HTTP/1.1\r\nHost: a\r\nNoColon\r\n\r\n" => Header;
+    nul_in_value: b"GET / HTTP/1.1\r\nHost: a\r\nX: a\x00b\r\n\r\n" => Header;
+    cr_in_value: b"GET / HTTP/1.1\r\nHost: a\r\nX: a\rb\r\n\r\n" => Header;
+    control_in_name: b"GET / HTTP/1.1\r\nHost: a\r\nX\x01Y: 1\r\n\r\n" => Header;
+    missing_host: b"GET / HTTP/1.1\r\n\r\n" => Host;
+    two_hosts: b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n" => Host;
+    negative_length: b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n" => ContentLength;
+    overflowing_length: b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 18446744073709551616\r\n\r\n" => ContentLength;
+    conflicting_lengths: b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n" => ContentLength;
+    length_list: b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1, 1\r\n\r\n" => ContentLength;
+    length_and_chunked: b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n" => TransferEncoding;
+    gzip_encoding: b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n" => TransferEncoding;
+    chunked_on_http10: b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n" => TransferEncoding;
+}
+
+#[test]
+fn limits_map_to_their_statuses() {
+    let limits = Limits { request_line: 32, head: 64 };
+    let long_line = format!("GET /{} HTTP/1.1\r\nHost: a\r\n\r\n", "a".repeat(40));
+    assert_eq!(parse(long_line.as_bytes(), &limits), Err(Error::RequestLineTooLong));
+    assert_eq!(parse(&long_line.as_bytes()[..40], &limits), Err(Error::RequestLineTooLong), "before it ends");
+    let big_head = format!("GET / HTTP/1.1\r\nHost: a\r\nX: {}\r\n\r\n", "b".repeat(60));
+    assert_eq!(parse(big_head.as_bytes(), &limits), Err(Error::HeadTooLarge));
+    assert_eq!(parse(&big_head.as_bytes()[..70], &limits), Err(Error::HeadTooLarge), "before it ends");
+    assert_eq!(Error::RequestLineTooLong.status(), 414);
+    assert_eq!(Error::HeadTooLarge.status(), 431);
+    assert_eq!(Error::UnsupportedVersion.status(), 505);
+    assert_eq!(Error::Header.status(), 400);
+}
+
+#[test]
+fn chunked_is_reported_for_the_caller_to_decide() {
+    let request = complete(b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: Chunked\r\n\r\n");
+    assert!(request.chunked);
+    assert_eq!(request.content_length, 0);
+}

@@ -1,0 +1,403 @@
+//! Helpers shared by the integration tests: a server process guard and a small
+//! blocking HTTP/1.1 client that reads one Content-Length-framed response at a
+//! time.
+
+// Every test file compiles its own copy of this module and uses a different
+// subset of it, so an item unused by one file is not dead code overall.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStderr, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread;
+use std::time::Duration;
+
+/// How long a server may take to print its `listening on` line, or a process
+/// that is expected to exit may take to do so.
+pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Read/write timeout on every client socket, so a server that stops answering
+/// fails the test instead of hanging it.
+pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Building the echo example may compile the library first.
+const BUILD_TIMEOUT: Duration = Duration::from_secs(600);
+
+const LISTENING_PREFIX: &str = "listening on ";
+
+pub fn percore_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_percore"))
+}
+
+/// Path of the `echo` example, building it first.
+///
+/// `cargo test` builds examples, but `cargo test --test echo` does not, and a
+/// binary left over from an earlier build may be stale; asking cargo (which
+/// is quick when nothing changed) covers both. Cargo releases its build lock
+/// before running test binaries, so this cannot deadlock with the outer cargo.
+pub fn echo_bin() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(build_echo_example).clone()
+}
+
+fn build_echo_example() -> PathBuf {
+    let bin = percore_bin();
+    let profile_dir = bin.parent().expect("binary has a parent directory");
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(["build", "--quiet", "--example", "echo"]).current_dir(env!("CARGO_MANIFEST_DIR"));
+    // Build into the same profile directory as the binary under test.
+    match profile_dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") | None => {}
+        Some("release") => {
+            cmd.arg("--release");
+        }
+        Some(other) => {
+            cmd.args(["--profile", other]);
+        }
+    }
+    let (status, stderr) = run_to_exit(cmd, BUILD_TIMEOUT);
+    assert!(status.success(), "building the echo example failed ({status}):\n{stderr}");
+    let path = profile_dir.join("examples/echo");
+    assert!(path.exists(), "echo example not found at {} after building it", path.display());
+    path
+}
+
+/// Kills and reaps the child when dropped, including while a test panics, so
+/// no server outlives its test.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        // Fails only if the child already exited, which is fine.
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A running server process, stopped on drop.
+pub struct Server {
+    child: KillOnDrop,
+    addr: SocketAddr,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Server {
+    /// `percore serve` on an ephemeral loopback port, plus `extra` flags.
+    pub fn percore(extra: &[&str]) -> Server {
+        let mut args = vec!["serve"];
+        args.extend(LOOPBACK_ARGS);
+        args.extend(extra);
+        Server::start(&percore_bin(), &args)
+    }
+
+    /// The `echo` example on an ephemeral loopback port.
+    pub fn echo() -> Server {
+        Server::start(&echo_bin(), &LOOPBACK_ARGS)
+    }
+
+    /// Spawns `program` and waits (bounded) for its `listening on ADDR` line.
+    pub fn start(program: &Path, args: &[&str]) -> Server {
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawning {}: {e}", program.display()));
+        let pipe = child.stderr.take().expect("stderr is piped");
+        let child = KillOnDrop(child);
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = mpsc::channel();
+        spawn_stderr_reader(pipe, Arc::clone(&stderr), tx);
+
+        // A disconnect means stderr closed (the process exited) before the line.
+        let addr = match rx.recv_timeout(STARTUP_TIMEOUT) {
+            Ok(addr) => addr,
+            Err(_) => {
+                drop(child);
+                panic!(
+                    "{} {args:?} did not print a `{LISTENING_PREFIX}ADDR` line within {STARTUP_TIMEOUT:?}; stderr:\n{}",
+                    program.display(),
+                    stderr.lock().unwrap()
+                );
+            }
+        };
+        Server { child, addr, stderr }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.0.id()
+    }
+
+    /// Everything the server wrote to stderr so far, `listening on` included.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    pub fn client(&self) -> Client {
+        Client::connect(self.addr)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if thread::panicking() {
+            // The test output is the only place this would otherwise be seen.
+            eprintln!("server stderr:\n{}", self.stderr());
+        }
+    }
+}
+
+const LOOPBACK_ARGS: [&str; 4] = ["--bind", "127.0.0.1", "--port", "0"];
+
+/// Collects stderr for the life of the process and sends the address from
+/// the first `listening on` line.
+fn spawn_stderr_reader(pipe: ChildStderr, collected: Arc<Mutex<String>>, tx: mpsc::Sender<SocketAddr>) {
+    thread::spawn(move || {
+        let mut tx = Some(tx);
+        for line in BufReader::new(pipe).lines() {
+            let Ok(line) = line else { break };
+            {
+                let mut all = collected.lock().unwrap();
+                all.push_str(&line);
+                all.push('\n');
+            }
+            let addr = line.strip_prefix(LISTENING_PREFIX).and_then(|a| a.trim().parse().ok());
+            if let (Some(addr), Some(sender)) = (addr, tx.as_ref()) {
+                // The receiver may have given up already; nothing to do then.
+                let _ = sender.send(addr);
+                tx = None;
+            }
+        }
+    });
+}
+
+/// Runs `program args` to completion with a bounded wait, returning its exit
+/// status and stderr. Panics (after killing it) if it does not exit in time.
+pub fn run_expecting_exit(program: &Path, args: &[&str]) -> (ExitStatus, String) {
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    run_to_exit(cmd, STARTUP_TIMEOUT)
+}
+
+fn run_to_exit(mut cmd: Command, timeout: Duration) -> (ExitStatus, String) {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawning {cmd:?}: {e}"));
+    let mut pipe = child.stderr.take().expect("stderr is piped");
+    let mut child = KillOnDrop(child);
+    // stderr reaching EOF is how we learn, without polling, that the process
+    // has exited.
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let mut text = String::new();
+        let _ = pipe.read_to_string(&mut text);
+        let _ = tx.send(text);
+    });
+    match rx.recv_timeout(timeout) {
+        Ok(stderr) => {
+            let status = child.0.wait().expect("waiting for child");
+            (status, stderr)
+        }
+        Err(_) => {
+            drop(child);
+            panic!("{cmd:?} did not exit within {timeout:?}");
+        }
+    }
+}
+
+/// A TCP connection with read/write timeouts set.
+pub fn connect(addr: SocketAddr) -> TcpStream {
+    let stream =
+        TcpStream::connect_timeout(&addr, IO_TIMEOUT).unwrap_or_else(|e| panic!("connecting to {addr}: {e}"));
+    stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    stream.set_write_timeout(Some(IO_TIMEOUT)).unwrap();
+    stream
+}
+
+/// One parsed response. `head` keeps the exact bytes of the status line,
+/// header lines and blank line, for byte-for-byte comparisons.
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub status_line: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    pub head: Vec<u8>,
+}
+
+impl Response {
+    /// Value of the first header named `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        header(self, name)
+    }
+
+    /// The exact bytes this response occupied on the wire.
+    pub fn raw(&self) -> Vec<u8> {
+        [self.head.as_slice(), &self.body].concat()
+    }
+
+    pub fn content_length(&self) -> usize {
+        let value = self.header("Content-Length").unwrap_or_else(|| panic!("no Content-Length in {self:?}"));
+        value.parse().unwrap_or_else(|e| panic!("bad Content-Length {value:?}: {e}"))
+    }
+}
+
+/// Value of the first header named `name` (case-insensitive).
+pub fn header<'a>(response: &'a Response, name: &str) -> Option<&'a str> {
+    response.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+}
+
+/// Whether the request a response answers was a HEAD, which decides whether
+/// Content-Length bytes of body follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Get,
+    Head,
+}
+
+impl Method {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Head => "HEAD",
+        }
+    }
+}
+
+/// A blocking client. The buffered reader lives as long as the connection so
+/// bytes of a later pipelined response read ahead are not lost.
+pub struct Client {
+    reader: BufReader<TcpStream>,
+}
+
+impl Client {
+    pub fn connect(addr: SocketAddr) -> Client {
+        Client::new(connect(addr))
+    }
+
+    pub fn new(stream: TcpStream) -> Client {
+        Client { reader: BufReader::new(stream) }
+    }
+
+    pub fn stream(&self) -> &TcpStream {
+        self.reader.get_ref()
+    }
+
+    pub fn send(&mut self, bytes: &[u8]) {
+        self.reader
+            .get_mut()
+            .write_all(bytes)
+            .unwrap_or_else(|e| panic!("sending {:?}: {e}", String::from_utf8_lossy(bytes)));
+    }
+
+    /// Sends a request with a Host header and any `extra` header lines
+    /// (each without its CRLF).
+    pub fn send_request(&mut self, method: Method, target: &str, version: &str, extra: &[&str]) {
+        self.send(request(method, target, version, extra).as_bytes());
+    }
+
+    /// One HTTP/1.1 GET of `target`, and its response.
+    pub fn get(&mut self, target: &str) -> Response {
+        self.send_request(Method::Get, target, "HTTP/1.1", &[]);
+        self.read_response(Method::Get)
+    }
+
+    /// Reads exactly one response; its body is Content-Length bytes unless it
+    /// answers a HEAD.
+    pub fn read_response(&mut self, method: Method) -> Response {
+        let mut head = Vec::new();
+        let status_line = self.read_line(&mut head, "status line");
+        let mut headers = Vec::new();
+        loop {
+            let line = self.read_line(&mut head, "header line");
+            if line.is_empty() {
+                break;
+            }
+            let (name, value) =
+                line.split_once(':').unwrap_or_else(|| panic!("header line without a colon: {line:?}"));
+            headers.push((name.to_string(), value.trim_start().to_string()));
+        }
+        let mut response = Response { status_line, headers, body: Vec::new(), head };
+        if method == Method::Get {
+            response.body = self.read_exact_bytes(response.content_length());
+        }
+        response
+    }
+
+    /// Reads one CRLF-terminated line, appending its raw bytes to `raw` and
+    /// returning it without the CRLF.
+    fn read_line(&mut self, raw: &mut Vec<u8>, what: &str) -> String {
+        let start = raw.len();
+        match self.reader.read_until(b'\n', raw) {
+            Ok(0) => panic!(
+                "connection closed while reading a {what}; got so far: {:?}",
+                String::from_utf8_lossy(raw)
+            ),
+            Ok(_) => {}
+            Err(e) => panic!("reading a {what}: {e}; got so far: {:?}", String::from_utf8_lossy(raw)),
+        }
+        let line = &raw[start..];
+        assert!(
+            line.ends_with(b"\r\n"),
+            "{what} not terminated by CRLF: {:?}",
+            String::from_utf8_lossy(line)
+        );
+        String::from_utf8(line[..line.len() - 2].to_vec())
+            .unwrap_or_else(|e| panic!("{what} is not UTF-8: {e}"))
+    }
+
+    pub fn read_exact_bytes(&mut self, n: usize) -> Vec<u8> {
+        let mut buf = vec![0; n];
+        self.reader.read_exact(&mut buf).unwrap_or_else(|e| panic!("reading {n} bytes: {e}"));
+        buf
+    }
+
+    /// Asserts the peer closes the connection (a read returns 0) within the
+    /// read timeout, with no further bytes before that.
+    pub fn expect_eof(&mut self) {
+        read_to_eof(&mut self.reader);
+    }
+
+    /// Half-closes: the peer sees EOF, we can still read.
+    pub fn shutdown_write(&self) {
+        self.stream().shutdown(Shutdown::Write).expect("shutting down the write half");
+    }
+}
+
+/// Builds a request: request line, a Host header, then `extra` header lines.
+pub fn request(method: Method, target: &str, version: &str, extra: &[&str]) -> String {
+    let mut text = format!("{} {target} {version}\r\nHost: localhost\r\n", method.as_str());
+    for line in extra {
+        text.push_str(line);
+        text.push_str("\r\n");
+    }
+    text.push_str("\r\n");
+    text
+}
+
+/// Asserts `reader` reaches EOF (read returns 0) within its timeout without
+/// yielding any more bytes.
+pub fn read_to_eof(reader: &mut impl Read) {
+    let mut buf = [0u8; 4096];
+    match reader.read(&mut buf) {
+        Ok(0) => {}
+        Ok(n) => panic!(
+            "expected the connection to close, got {n} more bytes: {:?}",
+            String::from_utf8_lossy(&buf[..n])
+        ),
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+            panic!("the connection was not closed within {IO_TIMEOUT:?}")
+        }
+        Err(e) => panic!("expected a clean close (EOF), got error: {e}"),
+    }
+}
