@@ -30,7 +30,7 @@ fn main() -> ExitCode {
         }
     };
     let run = || -> std::io::Result<()> {
-        let listener = percore::listen::bind(addr, 1024)?;
+        let listener = percore::listen::bind(addr, 1024, true)?;
         eprintln!("listening on {}", listener.local_addr()?);
         Reactor::new(listener, Echo)?.run()
     };

@@ -38,7 +38,7 @@ fn serve(args: ServeArgs) -> Result<(), String> {
     }
     let addr = SocketAddr::new(args.bind, args.port);
     let listener =
-        percore::listen::bind(addr, BACKLOG).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+        percore::listen::bind(addr, BACKLOG, true).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     eprintln!("listening on {local}");
     let mut reactor = Reactor::new(listener, Hello::new(&config)).map_err(|e| e.to_string())?;

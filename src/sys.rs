@@ -149,3 +149,18 @@ pub fn shutdown_write(fd: RawFd) -> io::Result<()> {
     syscall!(shutdown(fd, libc::SHUT_WR))?;
     Ok(())
 }
+
+/// Sets `TCP_DEFER_ACCEPT`: the kernel hands a connection to `accept` only once its
+/// first bytes arrived (or after `seconds`), so the first read finds the request.
+pub fn set_defer_accept(fd: RawFd, seconds: libc::c_int) -> io::Result<()> {
+    let size = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: the option value is a c_int that lives for the duration of the call.
+    syscall!(setsockopt(
+        fd,
+        libc::IPPROTO_TCP,
+        libc::TCP_DEFER_ACCEPT,
+        (&seconds as *const libc::c_int).cast(),
+        size
+    ))?;
+    Ok(())
+}
