@@ -7,7 +7,7 @@
 use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
 
-use percore::reactor::{Protocol, Reactor, Verdict};
+use percore::reactor::{Config, Protocol, Reactor, Verdict};
 
 /// Echo needs no state per connection: whatever arrives is answered at once.
 struct Echo;
@@ -32,7 +32,7 @@ fn main() -> ExitCode {
     let run = || -> std::io::Result<()> {
         let listener = percore::listen::bind(addr, 1024, true)?;
         eprintln!("listening on {}", listener.local_addr()?);
-        Reactor::new(listener, Echo)?.run()
+        Reactor::new(listener, Echo, Config::default())?.run().map(drop)
     };
     match run() {
         Ok(()) => ExitCode::SUCCESS,

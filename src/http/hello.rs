@@ -4,7 +4,7 @@ use std::time::SystemTime;
 
 use super::parse::{Limits, Method, Progress, Status, Version};
 use super::response::{http_date, Response, Variants};
-use crate::reactor::{Protocol, Verdict};
+use crate::reactor::{Counts, Protocol, Verdict};
 
 /// What [`Hello`] answers with, and the limits it enforces.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,6 +40,7 @@ pub struct Hello {
     limits: Limits,
     max_body: u64,
     draining: bool,
+    counts: Counts,
 }
 
 /// Per-connection state of [`Hello`]: the resumable parse of a head that arrives in
@@ -81,17 +82,16 @@ impl Hello {
             limits: config.limits,
             max_body: config.max_body,
             draining: false,
+            counts: Counts::default(),
         }
     }
 
-    /// From now on every response closes its connection: the server is stopping.
-    pub fn drain(&mut self) {
-        self.draining = true;
-    }
-
-    fn error(&self, code: u16) -> &[u8] {
+    /// Appends the error response for `code` and counts it.
+    fn refuse(&mut self, code: u16, out: &mut Vec<u8>) {
         let (_, response) = self.errors.iter().find(|(c, _)| *c == code).unwrap_or(&self.errors[0]);
-        response.bytes()
+        out.extend_from_slice(response.bytes());
+        self.counts.requests += 1;
+        self.counts.errors += 1;
     }
 }
 
@@ -111,7 +111,7 @@ impl Protocol for Hello {
                 Ok(Status::Complete(request)) => request,
                 Ok(Status::Partial) => return Verdict::keep(at),
                 Err(e) => {
-                    out.extend_from_slice(self.error(e.status()));
+                    self.refuse(e.status(), out);
                     return Verdict::close(at);
                 }
             };
@@ -125,11 +125,14 @@ impl Protocol for Hello {
                 None
             };
             if let Some(code) = refusal {
-                out.extend_from_slice(self.error(code));
+                self.refuse(code, out);
                 return Verdict::close(at);
             }
             conn.body_left = request.content_length;
-            let keep_alive = request.keep_alive && !self.draining;
+            // While stopping, every request already received is answered; the last
+            // one in the input tells the client to close.
+            let received_all = at as u64 + conn.body_left >= input.len() as u64;
+            let keep_alive = request.keep_alive && !(self.draining && received_all);
             let variants = match request.method {
                 Method::Get | Method::Head => &self.ok,
                 Method::Other => &self.not_allowed,
@@ -137,10 +140,19 @@ impl Protocol for Hello {
             let response = variants.pick(keep_alive, request.version == Version::Http10);
             let bytes = if request.method == Method::Head { response.head() } else { response.bytes() };
             out.extend_from_slice(bytes);
+            self.counts.requests += 1;
             if !keep_alive {
                 return Verdict::close(at);
             }
         }
+    }
+
+    fn on_drain(&mut self) {
+        self.draining = true;
+    }
+
+    fn counts(&self) -> Counts {
+        self.counts
     }
 
     fn on_tick(&mut self, now: SystemTime) {

@@ -22,10 +22,6 @@ impl Clock {
         self.now
     }
 
-    pub(crate) fn wall(&self) -> SystemTime {
-        SystemTime::now()
-    }
-
     /// Milliseconds until the wall clock turns to the next second (at least 1).
     pub(crate) fn ms_to_next_second(&self) -> i32 {
         let millis = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_millis());

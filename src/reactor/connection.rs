@@ -55,6 +55,11 @@ impl<S: Default> Connection<S> {
 }
 
 impl<S> Connection<S> {
+    /// Open, with no partial request and nothing to send: safe to close at any time.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.phase == Phase::Open && self.pending_input.is_empty() && self.unsent() == 0
+    }
+
     /// Bytes queued and not yet accepted by the socket.
     pub(crate) fn unsent(&self) -> usize {
         self.pending_output.len() - self.output_sent

@@ -13,12 +13,13 @@ mod connection;
 mod protocol;
 mod slab;
 
-pub use protocol::{Protocol, Verdict};
+pub use protocol::{Counts, Protocol, Verdict};
 
 use std::fs::File;
 use std::io;
 use std::net::TcpListener;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::time::{Duration, SystemTime};
 
 use crate::sys::{self, Epoll, Event};
 use clock::Clock;
@@ -26,6 +27,7 @@ use connection::{Connection, Phase};
 use slab::{Slab, Token, MAX_INDEX};
 
 const LISTENER: u64 = MAX_INDEX as u64 + 1;
+const CONTROL: u64 = MAX_INDEX as u64 + 2;
 
 /// Bytes read per `recv`: the loop's one read buffer, shared by all connections.
 const READ_BUFFER: usize = 64 * 1024;
@@ -51,6 +53,41 @@ enum Next {
     Drop,
 }
 
+/// Why [`Reactor::run`] returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wake {
+    /// The descriptor given to [`Reactor::watch`] is readable. It is edge-triggered:
+    /// read it until it would block.
+    Control,
+    /// A graceful stop ([`Reactor::drain`]) finished: every connection is closed.
+    Drained,
+}
+
+/// Limits of one loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Connections open at once; at the limit the loop stops accepting (the kernel
+    /// keeps queueing) until one closes.
+    pub max_connections: usize,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config { max_connections: 65536 }
+    }
+}
+
+/// What a loop counted since it started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Connections accepted.
+    pub accepted: u64,
+    /// Connections dropped because a socket call failed (reset by the peer, ...).
+    pub errors: u64,
+    /// Connections open now.
+    pub open: usize,
+}
+
 /// A single-threaded event loop serving protocol `P` on one listener.
 #[derive(Debug)]
 pub struct Reactor<P: Protocol> {
@@ -67,11 +104,18 @@ pub struct Reactor<P: Protocol> {
     events: Vec<Event>,
     again: Vec<Token>,
     clock: Clock,
+    /// Set by [`Reactor::drain`]: the second of the loop's clock at which the
+    /// connections still open are closed.
+    drain_deadline: Option<u32>,
+    stats: Stats,
+    config: Config,
+    /// Accepting stopped at `max_connections`; resumed when a slot frees.
+    accept_paused: bool,
 }
 
 impl<P: Protocol> Reactor<P> {
     /// Creates a loop that will accept on `listener` and serve `protocol`.
-    pub fn new(listener: TcpListener, protocol: P) -> io::Result<Reactor<P>> {
+    pub fn new(listener: TcpListener, protocol: P, config: Config) -> io::Result<Reactor<P>> {
         listener.set_nonblocking(true)?;
         let epoll = Epoll::new()?;
         epoll.add(listener.as_raw_fd(), sys::INTEREST_READ, LISTENER)?;
@@ -86,7 +130,42 @@ impl<P: Protocol> Reactor<P> {
             events: Vec::with_capacity(EVENTS_PER_WAIT),
             again: Vec::new(),
             clock: Clock::new(),
+            drain_deadline: None,
+            stats: Stats::default(),
+            config,
+            accept_paused: false,
         })
+    }
+
+    /// Also waits for `fd` (a signalfd, an eventfd) to become readable, and then
+    /// returns [`Wake::Control`] from [`run`](Reactor::run).
+    pub fn watch(&mut self, fd: RawFd) -> io::Result<()> {
+        self.epoll.add(fd, sys::INTEREST_READ, CONTROL)
+    }
+
+    /// Starts a graceful stop: no more accepting, the protocol is told
+    /// ([`Protocol::on_drain`]), idle connections are closed now and the others as
+    /// soon as they are idle; after `timeout`, whatever is left is closed.
+    /// [`run`](Reactor::run) returns [`Wake::Drained`] when no connection is left.
+    pub fn drain(&mut self, timeout: Duration) {
+        if self.drain_deadline.is_some() {
+            return;
+        }
+        // The listener stays open (the master holds it); it is only no longer watched.
+        let _ = self.epoll.delete(self.listener.as_raw_fd());
+        self.protocol.on_drain();
+        self.drain_deadline = Some(self.clock.now().saturating_add(timeout.as_secs().max(1) as u32));
+        self.connections.remove_if(Connection::is_idle);
+    }
+
+    /// Whether [`drain`](Reactor::drain) was called.
+    pub fn is_draining(&self) -> bool {
+        self.drain_deadline.is_some()
+    }
+
+    /// What the loop counted so far.
+    pub fn stats(&self) -> Stats {
+        Stats { open: self.connections.len(), ..self.stats }
     }
 
     /// The protocol being served.
@@ -94,27 +173,27 @@ impl<P: Protocol> Reactor<P> {
         &self.protocol
     }
 
-    /// Connections currently open.
-    pub fn connection_count(&self) -> usize {
-        self.connections.len()
-    }
-
-    /// Runs the loop until an unrecoverable error of epoll itself.
-    pub fn run(&mut self) -> io::Result<()> {
-        self.protocol.on_tick(self.clock.wall());
+    /// Runs the loop until the watched descriptor is readable or a drain finished;
+    /// without either it runs until epoll itself fails.
+    pub fn run(&mut self) -> io::Result<Wake> {
+        self.protocol.on_tick(SystemTime::now());
         loop {
-            self.turn()?;
+            if let Some(wake) = self.turn()? {
+                return Ok(wake);
+            }
         }
     }
 
     /// One wait for events and the work they bring.
-    fn turn(&mut self) -> io::Result<()> {
+    fn turn(&mut self) -> io::Result<Option<Wake>> {
         let timeout = if self.again.is_empty() { self.clock.ms_to_next_second() } else { 0 };
         let mut events = std::mem::take(&mut self.events);
         self.epoll.wait(&mut events, timeout)?;
+        let mut control = false;
         for event in &events {
             match event.token() {
                 LISTENER => self.accept_all(),
+                CONTROL => control = true,
                 token => self.on_connection_event(Token(token), event),
             }
         }
@@ -126,13 +205,29 @@ impl<P: Protocol> Reactor<P> {
             self.protocol.on_tick(now);
             self.close_expired();
         }
-        Ok(())
+        if self.drain_deadline.is_some() && self.connections.len() == 0 {
+            return Ok(Some(Wake::Drained));
+        }
+        if self.accept_paused && self.connections.len() < self.config.max_connections && !self.is_draining() {
+            // The listener is edge-triggered: connections queued while paused raise
+            // no new edge, so look at the queue now.
+            self.accept_paused = false;
+            self.accept_all();
+        }
+        Ok(control.then_some(Wake::Control))
     }
 
     fn accept_all(&mut self) {
         loop {
+            if self.connections.len() >= self.config.max_connections {
+                self.accept_paused = true;
+                return;
+            }
             match sys::accept(self.listener.as_raw_fd()) {
-                Ok(fd) => self.register(fd),
+                Ok(fd) => {
+                    self.stats.accepted += 1;
+                    self.register(fd);
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if is_out_of_fds(&e) => {
                     if !self.refuse_one() {
@@ -205,10 +300,20 @@ impl<P: Protocol> Reactor<P> {
 
     fn finish(&mut self, token: Token, next: Next) {
         match next {
+            Next::Wait if self.drain_deadline.is_some() => self.close_if_idle(token),
             Next::Wait => {}
             Next::Again => self.again.push(token),
-            Next::Drop => drop(self.connections.remove(token)),
+            Next::Drop => {
+                self.stats.errors += 1;
+                self.connections.remove(token);
+            }
             Next::Settle => self.settle(token),
+        }
+    }
+
+    fn close_if_idle(&mut self, token: Token) {
+        if self.connections.get_mut(token).is_some_and(|conn| conn.is_idle()) {
+            self.connections.remove(token);
         }
     }
 
@@ -231,6 +336,9 @@ impl<P: Protocol> Reactor<P> {
 
     fn close_expired(&mut self) {
         let now = self.clock.now();
+        if self.drain_deadline.is_some_and(|deadline| deadline <= now) {
+            return self.connections.remove_if(|_| true);
+        }
         self.connections.remove_if(|conn| conn.deadline != 0 && conn.deadline <= now);
     }
 }

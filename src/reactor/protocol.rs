@@ -42,4 +42,22 @@ pub trait Protocol {
 
     /// Called by the loop once a second, at the turn of the wall-clock second.
     fn on_tick(&mut self, _now: SystemTime) {}
+
+    /// Called once when the loop starts a graceful stop: answer what was received,
+    /// asking clients to close (HTTP: `Connection: close`).
+    fn on_drain(&mut self) {}
+
+    /// What the protocol counted, for the worker's exit summary.
+    fn counts(&self) -> Counts {
+        Counts::default()
+    }
+}
+
+/// Requests a protocol answered and refused, as it counts them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Requests answered (including refusals).
+    pub requests: u64,
+    /// Requests refused as malformed or over a limit.
+    pub errors: u64,
 }
