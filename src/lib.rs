@@ -15,3 +15,4 @@ pub mod http;
 pub mod listen;
 pub mod reactor;
 mod sys;
+pub mod worker;

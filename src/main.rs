@@ -1,33 +1,36 @@
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::time::Duration;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
 use percore::http::{Hello, HelloConfig};
-use percore::reactor::Reactor;
+use percore::reactor::Config;
+use percore::worker::{self, Options, Stopped};
 
 mod cli;
+mod tune;
 
 use cli::{Cli, Command, ServeArgs};
-
-/// Kernel queue of connections not yet accepted; the kernel caps it at somaxconn.
-const BACKLOG: i32 = 65535;
 
 fn main() -> ExitCode {
     let Cli { command } = Cli::parse();
     let result = match command {
         Command::Serve(args) => serve(args),
+        Command::Tune => tune::report().map(|()| ExitCode::SUCCESS),
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("percore: {message}");
-            ExitCode::FAILURE
-        }
-    }
+    result.unwrap_or_else(|message| {
+        eprintln!("percore: {message}");
+        ExitCode::FAILURE
+    })
 }
 
-fn serve(args: ServeArgs) -> Result<(), String> {
+fn serve(args: ServeArgs) -> Result<ExitCode, String> {
+    let cpus =
+        worker::plan(&worker::allowed_cpus(), args.cpus.as_ref().map(|list| &list.0[..]), args.workers)
+            .unwrap_or_else(|message| {
+                Cli::command().error(clap::error::ErrorKind::InvalidValue, message).exit()
+            });
     let mut config = HelloConfig { content_type: args.content_type, ..HelloConfig::default() };
     if let Some(text) = args.body {
         config.body = text.into_bytes();
@@ -36,11 +39,21 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         config.body =
             std::fs::read(path).map_err(|e| format!("cannot read --body-file {}: {e}", path.display()))?;
     }
-    let addr = SocketAddr::new(args.bind, args.port);
-    let listener =
-        percore::listen::bind(addr, BACKLOG, true).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-    let local = listener.local_addr().map_err(|e| e.to_string())?;
-    eprintln!("listening on {local}");
-    let mut reactor = Reactor::new(listener, Hello::new(&config)).map_err(|e| e.to_string())?;
-    reactor.run().map_err(|e| format!("event loop failed: {e}"))
+    let fd_limit = worker::raise_fd_limit(args.max_conns);
+    let options = Options {
+        addr: SocketAddr::new(args.bind, args.port),
+        cpus,
+        pin: !args.no_pin,
+        backlog: args.backlog,
+        shutdown_timeout: Duration::from_secs(args.shutdown_timeout),
+        client_speaks_first: true,
+        reactor: Config { max_connections: args.max_conns.min(fd_limit.saturating_sub(16)).max(1) as usize },
+    };
+    match worker::run(&options, || Ok(Hello::new(&config)))? {
+        Stopped::Gracefully => Ok(ExitCode::SUCCESS),
+        // 128 + SIGINT, as a shell reports a process stopped by Ctrl-C.
+        Stopped::AtOnce => Ok(ExitCode::from(130)),
+        // The master already said why.
+        Stopped::GaveUp(_) => Ok(ExitCode::FAILURE),
+    }
 }

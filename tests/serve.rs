@@ -322,8 +322,9 @@ fn port_in_use_is_a_one_line_error() {
     // Held for the whole test so the server cannot get the port.
     let holder = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = holder.local_addr().unwrap().port().to_string();
-    let (status, stderr) =
-        run_expecting_exit(&percore_bin(), &["serve", "--bind", "127.0.0.1", "--port", &port]);
+    // Limits within any machine's, so no warning about them comes before the error.
+    let args = ["serve", "--bind", "127.0.0.1", "--port", &port, "--backlog", "128", "--max-conns", "1000"];
+    let (status, stderr) = run_expecting_exit(&percore_bin(), &args);
     assert!(!status.success(), "exited successfully; stderr:\n{stderr}");
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(lines.len(), 1, "expected one line on stderr, got {stderr:?}");

@@ -21,6 +21,12 @@ macro_rules! syscall {
     }};
 }
 
+mod process;
+
+pub use process::{
+    fork, kill, raise_nofile_limit, reap_child, set_parent_death_signal, Exit, Forked, SignalFd,
+};
+
 /// Readiness reported by [`Epoll::wait`]: the token given at registration and the
 /// `EPOLL*` bits that fired.
 #[derive(Clone, Copy)]
@@ -73,6 +79,11 @@ impl Epoll {
     /// Registers `fd` with `interest` (`INTEREST_*`) and `token`.
     pub fn add(&self, fd: RawFd, interest: u32, token: u64) -> io::Result<()> {
         self.ctl(libc::EPOLL_CTL_ADD, fd, interest, token)
+    }
+
+    /// Removes `fd`; closing a descriptor removes it too, this is for one that stays open.
+    pub fn delete(&self, fd: RawFd) -> io::Result<()> {
+        self.ctl(libc::EPOLL_CTL_DEL, fd, 0, 0)
     }
 
     fn ctl(&self, op: libc::c_int, fd: RawFd, interest: u32, token: u64) -> io::Result<()> {

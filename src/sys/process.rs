@@ -1,0 +1,139 @@
+//! Processes and signals: fork, waitpid, kill, signalfd, the parent-death signal and
+//! the open-file limit.
+
+use std::io;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// The signals a master and its workers take through a signalfd.
+pub const HANDLED_SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGCHLD];
+
+/// Which side of a `fork` this process is on.
+#[derive(Debug)]
+pub enum Forked {
+    /// The new process.
+    Child,
+    /// The original process; the child's pid.
+    Parent(libc::pid_t),
+}
+
+/// Forks the calling process. Only sound from a process with one thread, which the
+/// master is: it starts no thread before it forks its workers.
+pub fn fork() -> io::Result<Forked> {
+    match syscall!(fork())? {
+        0 => Ok(Forked::Child),
+        pid => Ok(Forked::Parent(pid)),
+    }
+}
+
+/// How a child ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// It exited with this status.
+    Code(i32),
+    /// A signal killed it.
+    Signal(i32),
+}
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Exit::Code(code) => write!(f, "exited with status {code}"),
+            Exit::Signal(signal) => write!(f, "was killed by signal {signal}"),
+        }
+    }
+}
+
+/// Reaps one child that has ended, without blocking; `None` when none has.
+pub fn reap_child() -> io::Result<Option<(libc::pid_t, Exit)>> {
+    let mut status = 0;
+    // SAFETY: `status` is a valid int for the kernel to write.
+    let pid = match syscall!(waitpid(-1, &mut status, libc::WNOHANG)) {
+        Err(e) if e.raw_os_error() == Some(libc::ECHILD) => return Ok(None),
+        result => result?,
+    };
+    if pid == 0 {
+        return Ok(None);
+    }
+    let exit = if libc::WIFSIGNALED(status) {
+        Exit::Signal(libc::WTERMSIG(status))
+    } else {
+        Exit::Code(libc::WEXITSTATUS(status))
+    };
+    Ok(Some((pid, exit)))
+}
+
+/// Sends `signal` to process `pid`.
+pub fn kill(pid: libc::pid_t, signal: libc::c_int) -> io::Result<()> {
+    syscall!(kill(pid, signal))?;
+    Ok(())
+}
+
+/// Asks the kernel to send `signal` to this process when its parent dies, so that
+/// workers never outlive a master killed with SIGKILL.
+pub fn set_parent_death_signal(signal: libc::c_int) -> io::Result<()> {
+    syscall!(prctl(libc::PR_SET_PDEATHSIG, signal as libc::c_ulong, 0, 0, 0))?;
+    Ok(())
+}
+
+/// Blocks [`HANDLED_SIGNALS`] for this process (a child inherits the mask) and opens a
+/// non-blocking signalfd that reads them.
+#[derive(Debug)]
+pub struct SignalFd {
+    fd: OwnedFd,
+}
+
+impl SignalFd {
+    /// Blocks the signals and opens the descriptor.
+    pub fn new() -> io::Result<SignalFd> {
+        let mut mask = MaybeUninit::<libc::sigset_t>::uninit();
+        // SAFETY: sigemptyset initialises the set it is given.
+        syscall!(sigemptyset(mask.as_mut_ptr()))?;
+        // SAFETY: sigemptyset succeeded, so the set is initialised.
+        let mut mask = unsafe { mask.assume_init() };
+        for signal in HANDLED_SIGNALS {
+            // SAFETY: `mask` is an initialised sigset_t and `signal` a valid number.
+            syscall!(sigaddset(&mut mask, signal))?;
+        }
+        // SAFETY: `mask` is initialised; the old mask is not asked for.
+        syscall!(sigprocmask(libc::SIG_BLOCK, &mask, std::ptr::null_mut()))?;
+        // SAFETY: `mask` is initialised; -1 asks for a new descriptor.
+        let fd = syscall!(signalfd(-1, &mask, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC))?;
+        // SAFETY: signalfd returned a new descriptor that nothing else owns.
+        Ok(SignalFd { fd: unsafe { OwnedFd::from_raw_fd(fd) } })
+    }
+
+    /// The descriptor, to register with epoll.
+    pub fn raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// The next pending signal, or `None` when there is none.
+    pub fn read(&self) -> io::Result<Option<libc::c_int>> {
+        let mut info = MaybeUninit::<libc::signalfd_siginfo>::uninit();
+        let size = std::mem::size_of::<libc::signalfd_siginfo>();
+        // SAFETY: the kernel writes at most `size` bytes into `info`.
+        match syscall!(read(self.fd.as_raw_fd(), info.as_mut_ptr().cast(), size)) {
+            // SAFETY: a read of a whole record initialised it.
+            Ok(n) if n as usize == size => Ok(Some(unsafe { info.assume_init() }.ssi_signo as libc::c_int)),
+            Ok(_) => Ok(None),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Raises the soft limit on open files to the hard limit; returns the new limit.
+pub fn raise_nofile_limit() -> io::Result<u64> {
+    let mut limit = MaybeUninit::<libc::rlimit>::uninit();
+    // SAFETY: getrlimit fills the rlimit it is given.
+    syscall!(getrlimit(libc::RLIMIT_NOFILE, limit.as_mut_ptr()))?;
+    // SAFETY: getrlimit succeeded, so `limit` is initialised.
+    let mut limit = unsafe { limit.assume_init() };
+    if limit.rlim_cur < limit.rlim_max {
+        limit.rlim_cur = limit.rlim_max;
+        // SAFETY: `limit` is a valid rlimit.
+        syscall!(setrlimit(libc::RLIMIT_NOFILE, &limit))?;
+    }
+    Ok(limit.rlim_cur as u64)
+}

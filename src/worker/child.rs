@@ -1,0 +1,92 @@
+//! A worker process: pins itself, runs one loop on its listener, stops on a signal.
+
+use std::net::TcpListener;
+use std::time::Duration;
+
+use crate::reactor::{Config, Protocol, Reactor, Wake};
+use crate::sys::{self, SignalFd};
+
+/// What a worker is given by the master.
+pub(crate) struct Assignment {
+    pub(crate) index: usize,
+    pub(crate) cpu: usize,
+    pub(crate) pin: bool,
+    pub(crate) master_pid: u32,
+    pub(crate) shutdown_timeout: Duration,
+    pub(crate) config: Config,
+}
+
+/// Environment variable that makes every worker fail at start, to test how the
+/// master handles a worker that cannot run.
+pub(crate) const FAULT_VARIABLE: &str = "PERCORE_FAULT";
+
+/// Runs the worker until it stops; returns its exit status.
+pub(crate) fn run<P: Protocol>(
+    job: &Assignment,
+    listener: TcpListener,
+    make_protocol: impl FnOnce() -> std::io::Result<P>,
+) -> i32 {
+    match serve(job, listener, make_protocol) {
+        Ok(()) => 0,
+        Err(message) => {
+            eprintln!("percore: worker {} (cpu {}): {message}", job.index, job.cpu);
+            1
+        }
+    }
+}
+
+fn serve<P: Protocol>(
+    job: &Assignment,
+    listener: TcpListener,
+    make_protocol: impl FnOnce() -> std::io::Result<P>,
+) -> Result<(), String> {
+    // SIGTERM on the master's death: a worker never outlives it (even a SIGKILLed
+    // one); the check after covers a master that died before the call.
+    sys::set_parent_death_signal(libc::SIGTERM).map_err(|e| format!("prctl: {e}"))?;
+    if std::os::unix::process::parent_id() != job.master_pid {
+        return Err("the master is gone".into());
+    }
+    if job.pin && !core_affinity::set_for_current(core_affinity::CoreId { id: job.cpu }) {
+        return Err(format!("cannot pin to CPU {}", job.cpu));
+    }
+    if std::env::var_os(FAULT_VARIABLE).is_some_and(|v| v == "worker-start") {
+        return Err(format!("fault injected at start ({FAULT_VARIABLE}=worker-start)"));
+    }
+    let signals = SignalFd::new().map_err(|e| format!("signalfd: {e}"))?;
+    let protocol = make_protocol().map_err(|e| e.to_string())?;
+    let mut reactor = Reactor::new(listener, protocol, job.config).map_err(|e| format!("event loop: {e}"))?;
+    reactor.watch(signals.raw_fd()).map_err(|e| format!("event loop: {e}"))?;
+    while reactor.run().map_err(|e| format!("event loop: {e}"))? == Wake::Control {
+        if !on_signals(&signals, &mut reactor, job.shutdown_timeout)? {
+            break;
+        }
+    }
+    let (stats, counts) = (reactor.stats(), reactor.protocol().counts());
+    eprintln!(
+        "worker {} pid {} cpu {} stopped: {} connections, {} requests, {} errors",
+        job.index,
+        std::process::id(),
+        job.cpu,
+        stats.accepted,
+        counts.requests,
+        stats.errors + counts.errors
+    );
+    Ok(())
+}
+
+/// SIGTERM or a first SIGINT start a graceful stop; a SIGINT during one stops at
+/// once. Returns whether the loop goes on.
+fn on_signals<P: Protocol>(
+    signals: &SignalFd,
+    reactor: &mut Reactor<P>,
+    timeout: Duration,
+) -> Result<bool, String> {
+    while let Some(signal) = signals.read().map_err(|e| format!("signalfd: {e}"))? {
+        match signal {
+            libc::SIGINT if reactor.is_draining() => return Ok(false),
+            libc::SIGINT | libc::SIGTERM => reactor.drain(timeout),
+            _ => {}
+        }
+    }
+    Ok(true)
+}

@@ -1,0 +1,187 @@
+//! The master: forks a worker per CPU, restarts the ones that die, and stops them
+//! all on SIGTERM or SIGINT. It holds every listener for its whole life, so a
+//! restarted worker takes over the queue of the one it replaces.
+
+use std::collections::VecDeque;
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
+
+use super::child::{self, Assignment};
+use super::{Options, Stopped};
+use crate::reactor::Protocol;
+use crate::sys::{self, Epoll, Exit, Forked, SignalFd};
+
+/// A worker that dies this many times within [`CRASH_WINDOW`] makes the master give up.
+const CRASH_LIMIT: usize = 5;
+const CRASH_WINDOW: Duration = Duration::from_secs(10);
+/// First restart delay, doubled for each recent death, up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// How long after the shutdown timeout a worker still running is killed.
+const KILL_GRACE: Duration = Duration::from_secs(5);
+
+struct Slot {
+    cpu: usize,
+    pid: Option<libc::pid_t>,
+    restart_at: Option<Instant>,
+    deaths: VecDeque<Instant>,
+}
+
+pub(crate) struct Master<'a, F> {
+    options: &'a Options,
+    listeners: Vec<TcpListener>,
+    make_protocol: F,
+    slots: Vec<Slot>,
+    epoll: Epoll,
+    signals: SignalFd,
+    /// Set once stopping: when workers still running get SIGKILL.
+    kill_at: Option<Instant>,
+    outcome: Stopped,
+}
+
+impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>> Master<'a, F> {
+    pub(crate) fn new(
+        options: &'a Options,
+        listeners: Vec<TcpListener>,
+        make_protocol: F,
+    ) -> std::io::Result<Self> {
+        // Blocked before the first fork, so that workers inherit the mask too.
+        let signals = SignalFd::new()?;
+        let epoll = Epoll::new()?;
+        epoll.add(signals.raw_fd(), sys::INTEREST_READ, 0)?;
+        let slots = options
+            .cpus
+            .iter()
+            .map(|&cpu| Slot { cpu, pid: None, restart_at: None, deaths: VecDeque::new() })
+            .collect();
+        Ok(Master {
+            options,
+            listeners,
+            make_protocol,
+            slots,
+            epoll,
+            signals,
+            kill_at: None,
+            outcome: Stopped::Gracefully,
+        })
+    }
+
+    /// Starts every worker and supervises them until they have all stopped.
+    pub(crate) fn run(mut self) -> std::io::Result<Stopped> {
+        for index in 0..self.slots.len() {
+            self.start(index)?;
+        }
+        let mut events = Vec::with_capacity(4);
+        while self.kill_at.is_none() || self.slots.iter().any(|slot| slot.pid.is_some()) {
+            self.epoll.wait(&mut events, self.timeout_ms())?;
+            while let Some(signal) = self.signals.read()? {
+                match signal {
+                    libc::SIGCHLD => self.reap()?,
+                    _ => self.stop(signal),
+                }
+            }
+            self.restart_due()?;
+            if self.kill_at.is_some_and(|at| at <= Instant::now()) {
+                self.signal_workers(libc::SIGKILL);
+            }
+        }
+        Ok(self.outcome)
+    }
+
+    fn start(&mut self, index: usize) -> std::io::Result<()> {
+        let master_pid = std::process::id();
+        let slot = &mut self.slots[index];
+        slot.restart_at = None;
+        match sys::fork()? {
+            Forked::Child => {
+                let job = Assignment {
+                    index,
+                    cpu: slot.cpu,
+                    pin: self.options.pin,
+                    master_pid,
+                    shutdown_timeout: self.options.shutdown_timeout,
+                    config: self.options.reactor,
+                };
+                // This is the child's copy of the master's memory: keep the own listener.
+                let listener = self.listeners.swap_remove(index);
+                self.listeners.clear();
+                std::process::exit(child::run(&job, listener, &self.make_protocol));
+            }
+            Forked::Parent(pid) => {
+                slot.pid = Some(pid);
+                eprintln!("worker {index} pid {pid} cpu {}", slot.cpu);
+                Ok(())
+            }
+        }
+    }
+
+    fn reap(&mut self) -> std::io::Result<()> {
+        while let Some((pid, exit)) = sys::reap_child()? {
+            let Some(index) = self.slots.iter().position(|slot| slot.pid == Some(pid)) else { continue };
+            self.slots[index].pid = None;
+            if self.kill_at.is_none() {
+                self.on_crash(index, exit);
+            }
+        }
+        Ok(())
+    }
+
+    /// Schedules the restart of a worker that died unexpectedly, or gives up.
+    fn on_crash(&mut self, index: usize, exit: Exit) {
+        let now = Instant::now();
+        let slot = &mut self.slots[index];
+        slot.deaths.retain(|&at| now.duration_since(at) < CRASH_WINDOW);
+        slot.deaths.push_back(now);
+        if slot.deaths.len() >= CRASH_LIMIT {
+            let why = format!(
+                "worker {index} (cpu {}) died {CRASH_LIMIT} times within {} s, last it {exit}; giving up",
+                slot.cpu,
+                CRASH_WINDOW.as_secs()
+            );
+            eprintln!("percore: {why}");
+            self.outcome = Stopped::GaveUp(why);
+            return self.stop(libc::SIGTERM);
+        }
+        let backoff = FIRST_BACKOFF.saturating_mul(1 << (slot.deaths.len() - 1)).min(MAX_BACKOFF);
+        eprintln!("worker {index} cpu {} {exit}; restarting in {} ms", slot.cpu, backoff.as_millis());
+        slot.restart_at = Some(now + backoff);
+    }
+
+    fn restart_due(&mut self) -> std::io::Result<()> {
+        let now = Instant::now();
+        for index in 0..self.slots.len() {
+            if self.kill_at.is_none() && self.slots[index].restart_at.is_some_and(|at| at <= now) {
+                self.start(index)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A first SIGTERM or SIGINT starts a graceful stop of every worker; a SIGINT
+    /// during one stops them at once.
+    fn stop(&mut self, signal: libc::c_int) {
+        if self.kill_at.is_none() {
+            self.kill_at = Some(Instant::now() + self.options.shutdown_timeout + KILL_GRACE);
+            self.signal_workers(libc::SIGTERM);
+        } else if signal == libc::SIGINT {
+            self.outcome = Stopped::AtOnce;
+            self.signal_workers(libc::SIGINT);
+        }
+    }
+
+    fn signal_workers(&self, signal: libc::c_int) {
+        for pid in self.slots.iter().filter_map(|slot| slot.pid) {
+            // A worker that exited already is reaped on the coming SIGCHLD.
+            let _ = sys::kill(pid, signal);
+        }
+    }
+
+    /// Milliseconds until the next restart or kill is due; -1 when none is.
+    fn timeout_ms(&self) -> i32 {
+        let restarts = self.slots.iter().filter_map(|slot| slot.restart_at);
+        let next = restarts.chain(self.kill_at).min();
+        next.map_or(-1, |at| {
+            at.saturating_duration_since(Instant::now()).as_millis().min(i32::MAX as u128) as i32 + 1
+        })
+    }
+}

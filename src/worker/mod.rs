@@ -1,0 +1,104 @@
+//! Processes, not threads: a master binds one `SO_REUSEPORT` listener per worker,
+//! forks one worker process per CPU, each pinned to its CPU and running one loop, and
+//! supervises them. Any [`Protocol`] can be served this way.
+
+mod child;
+mod cpus;
+mod master;
+
+pub use cpus::{allowed_cpus, format_cpu_list, parse_cpu_list, plan};
+
+use std::net::{SocketAddr, TcpListener};
+use std::time::Duration;
+
+use crate::reactor::{Config, Protocol};
+use crate::{listen, sys};
+
+/// How to run the workers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Address all workers listen on.
+    pub addr: SocketAddr,
+    /// The CPU of each worker, one entry per worker (see [`plan`]).
+    pub cpus: Vec<usize>,
+    /// Pin each worker to its CPU.
+    pub pin: bool,
+    /// Accept queue length of each listener, capped at `net.core.somaxconn`.
+    pub backlog: u32,
+    /// How long a graceful stop waits for open connections.
+    pub shutdown_timeout: Duration,
+    /// The client sends first (HTTP, echo): see [`listen::bind`].
+    pub client_speaks_first: bool,
+    /// Limits of each worker's loop.
+    pub reactor: Config,
+}
+
+/// How the workers ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Stopped {
+    /// SIGTERM or SIGINT, and every worker finished its connections.
+    Gracefully,
+    /// A second SIGINT cut the graceful stop short.
+    AtOnce,
+    /// A worker kept dying; the message says which and how.
+    GaveUp(String),
+}
+
+/// Binds the listeners, prints `listening on ADDR:PORT` on stderr, forks the workers
+/// (each builds its protocol with `make_protocol`), and supervises them until they
+/// stop. Errors are one-line messages for the user.
+pub fn run<P: Protocol>(
+    options: &Options,
+    make_protocol: impl Fn() -> std::io::Result<P>,
+) -> Result<Stopped, String> {
+    let backlog = clamp_backlog(options.backlog);
+    let listeners =
+        bind_all(options, backlog).map_err(|e| format!("cannot listen on {}: {e}", options.addr))?;
+    let local = listeners[0].local_addr().map_err(|e| e.to_string())?;
+    eprintln!("listening on {local}");
+    let master = master::Master::new(options, listeners, make_protocol).map_err(|e| e.to_string())?;
+    master.run().map_err(|e| format!("master: {e}"))
+}
+
+/// One listener per worker on the same address; with port 0, the first bind picks
+/// the port and the others join it.
+fn bind_all(options: &Options, backlog: i32) -> std::io::Result<Vec<TcpListener>> {
+    let mut addr = options.addr;
+    let mut listeners = Vec::with_capacity(options.cpus.len());
+    for _ in &options.cpus {
+        let listener = listen::bind(addr, backlog, options.client_speaks_first)?;
+        addr = listener.local_addr()?;
+        listeners.push(listener);
+    }
+    Ok(listeners)
+}
+
+/// The kernel silently caps a backlog at `net.core.somaxconn`; say so instead.
+fn clamp_backlog(backlog: u32) -> i32 {
+    let somaxconn = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .ok()
+        .and_then(|text| text.trim().parse::<u32>().ok())
+        .unwrap_or(4096);
+    if backlog > somaxconn {
+        eprintln!(
+            "percore: warning: --backlog {backlog} is above net.core.somaxconn ({somaxconn}), using {somaxconn}; \
+             see sysctl.conf"
+        );
+    }
+    backlog.min(somaxconn).min(i32::MAX as u32) as i32
+}
+
+/// Raises this process's open-file limit to its hard limit (workers inherit it) and
+/// warns, in one line, when that is below what `max_conns` per worker needs.
+pub fn raise_fd_limit(max_conns: u64) -> u64 {
+    let limit = sys::raise_nofile_limit().unwrap_or(0);
+    // A few descriptors beyond the connections: listener, epoll, signalfd, stdio.
+    let needed = max_conns + 16;
+    if limit < needed {
+        eprintln!(
+            "percore: warning: open-file limit {limit} is below the {needed} that --max-conns {max_conns} needs \
+             per worker; raise it with ulimit -n (see sysctl.conf)"
+        );
+    }
+    limit
+}
