@@ -66,9 +66,50 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECS", default_value_t = 10)]
     pub shutdown_timeout: u64,
 
-    /// Connections open at once per worker (capped by the open-file limit).
+    /// Connections open at once per worker (capped by the open-file limit); at the
+    /// limit a worker stops accepting until one closes.
     #[arg(long, value_name = "N", default_value_t = 65536)]
     pub max_conns: u64,
+
+    /// Largest request body read (and dropped); larger gets 413. Suffixes k, m.
+    #[arg(long, value_name = "BYTES", default_value = "1m", value_parser = parse_size)]
+    pub max_body: u64,
+
+    /// Longest request line; longer gets 414. Suffixes k, m.
+    #[arg(long, value_name = "BYTES", default_value = "8k", value_parser = parse_size)]
+    pub max_request_line: u64,
+
+    /// Largest request head (request line and headers); larger gets 431. Suffixes k, m.
+    #[arg(long, value_name = "BYTES", default_value = "32k", value_parser = parse_size)]
+    pub max_header_bytes: u64,
+
+    /// Seconds a request (head and body) may take to arrive, however slowly it
+    /// trickles in; then the connection is closed without an answer. 0: no limit.
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    pub header_timeout: u32,
+
+    /// Seconds an idle keep-alive connection stays open. 0: no limit.
+    #[arg(long, value_name = "SECS", default_value_t = 60)]
+    pub keepalive_timeout: u32,
+
+    /// Seconds a client may leave our output unread before it is dropped. 0: no limit.
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    pub send_timeout: u32,
+}
+
+/// A byte count with an optional `k` or `m` suffix (powers of 1024).
+fn parse_size(text: &str) -> Result<u64, String> {
+    let lower = text.to_ascii_lowercase();
+    let (digits, unit) = match lower.as_bytes().last() {
+        Some(b'k') => (&lower[..lower.len() - 1], 1024),
+        Some(b'm') => (&lower[..lower.len() - 1], 1024 * 1024),
+        _ => (&lower[..], 1),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(unit))
+        .ok_or_else(|| format!("{text:?} is not a size in bytes (such as 8192, 8k or 1m)"))
 }
 
 /// A parsed `--cpus` list.

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use clap::{CommandFactory, Parser};
 
-use percore::http::{Hello, HelloConfig};
+use percore::http::{Hello, HelloConfig, Limits};
 use percore::reactor::Config;
 use percore::worker::{self, Options, Stopped};
 
@@ -31,7 +31,12 @@ fn serve(args: ServeArgs) -> Result<ExitCode, String> {
             .unwrap_or_else(|message| {
                 Cli::command().error(clap::error::ErrorKind::InvalidValue, message).exit()
             });
-    let mut config = HelloConfig { content_type: args.content_type, ..HelloConfig::default() };
+    let mut config = HelloConfig {
+        content_type: args.content_type,
+        limits: Limits { request_line: size(args.max_request_line), head: size(args.max_header_bytes) },
+        max_body: args.max_body,
+        ..HelloConfig::default()
+    };
     if let Some(text) = args.body {
         config.body = text.into_bytes();
     }
@@ -47,7 +52,12 @@ fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         backlog: args.backlog,
         shutdown_timeout: Duration::from_secs(args.shutdown_timeout),
         client_speaks_first: true,
-        reactor: Config { max_connections: args.max_conns.min(fd_limit.saturating_sub(16)).max(1) as usize },
+        reactor: Config {
+            max_connections: size(args.max_conns.min(fd_limit.saturating_sub(16)).max(1)),
+            request_timeout: args.header_timeout,
+            idle_timeout: args.keepalive_timeout,
+            send_timeout: args.send_timeout,
+        },
     };
     match worker::run(&options, || Ok(Hello::new(&config)))? {
         Stopped::Gracefully => Ok(ExitCode::SUCCESS),
@@ -56,4 +66,9 @@ fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         // The master already said why.
         Stopped::GaveUp(_) => Ok(ExitCode::FAILURE),
     }
+}
+
+/// A count from the command line as a `usize`; saturating on 32-bit targets.
+fn size(n: u64) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
 }

@@ -147,6 +147,10 @@ impl Protocol for Hello {
         }
     }
 
+    fn mid_request(conn: &HelloConn) -> bool {
+        conn.body_left > 0
+    }
+
     fn on_drain(&mut self) {
         self.draining = true;
     }

@@ -3,6 +3,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 
+use super::config::Timer;
 use crate::sys;
 
 /// Where a connection is in its life.
@@ -36,6 +37,10 @@ pub(crate) struct Connection<S> {
     pub(crate) read_paused: bool,
     /// Second (of the loop's clock) after which the connection is closed; 0: none.
     pub(crate) deadline: u32,
+    /// The timeout `deadline` is for.
+    pub(crate) timer: Timer,
+    /// The peer took some of our output since the last `rearm`.
+    pub(crate) output_progressed: bool,
 }
 
 impl<S: Default> Connection<S> {
@@ -50,6 +55,8 @@ impl<S: Default> Connection<S> {
             read_closed: false,
             read_paused: false,
             deadline: 0,
+            timer: Timer::Idle,
+            output_progressed: false,
         }
     }
 }
@@ -90,7 +97,10 @@ impl<S> Connection<S> {
     pub(crate) fn flush(&mut self) -> io::Result<()> {
         while self.unsent() > 0 {
             match sys::send(self.fd.as_raw_fd(), &self.pending_output[self.output_sent..]) {
-                Ok(n) => self.output_sent += n,
+                Ok(n) => {
+                    self.output_sent += n;
+                    self.output_progressed = true;
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(e) => return Err(e),
             }

@@ -9,14 +9,17 @@
 //! the others.
 
 mod clock;
+mod config;
 mod connection;
+mod io;
 mod protocol;
 mod slab;
 
+pub use config::Config;
 pub use protocol::{Counts, Protocol, Verdict};
 
 use std::fs::File;
-use std::io;
+use std::io as stdio;
 use std::net::TcpListener;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, SystemTime};
@@ -24,6 +27,7 @@ use std::time::{Duration, SystemTime};
 use crate::sys::{self, Epoll, Event};
 use clock::Clock;
 use connection::{Connection, Phase};
+use io::{discard_input, read_and_answer, Next};
 use slab::{Slab, Token, MAX_INDEX};
 
 const LISTENER: u64 = MAX_INDEX as u64 + 1;
@@ -36,22 +40,8 @@ const READS_PER_WAKE: usize = 16;
 /// Unsent output above which a connection's input is not read further, so a client
 /// that pipelines without reading cannot grow the worker's memory.
 const OUTPUT_CAP: usize = 256 * 1024;
-/// Seconds a closing connection may keep sending us bytes we drop (nginx: 5 s).
-const LINGER_SECS: u32 = 5;
 /// Events taken from the kernel per `epoll_wait`.
 const EVENTS_PER_WAIT: usize = 1024;
-
-/// What to do with a connection after some work on it.
-enum Next {
-    /// Nothing until its next edge.
-    Wait,
-    /// Its reading budget ran out with input possibly left: serve it again soon.
-    Again,
-    /// Its phase may have changed: close, linger, or keep waiting.
-    Settle,
-    /// The socket failed: close at once.
-    Drop,
-}
 
 /// Why [`Reactor::run`] returned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,20 +51,6 @@ pub enum Wake {
     Control,
     /// A graceful stop ([`Reactor::drain`]) finished: every connection is closed.
     Drained,
-}
-
-/// Limits of one loop.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Config {
-    /// Connections open at once; at the limit the loop stops accepting (the kernel
-    /// keeps queueing) until one closes.
-    pub max_connections: usize,
-}
-
-impl Default for Config {
-    fn default() -> Config {
-        Config { max_connections: 65536 }
-    }
 }
 
 /// What a loop counted since it started.
@@ -115,7 +91,7 @@ pub struct Reactor<P: Protocol> {
 
 impl<P: Protocol> Reactor<P> {
     /// Creates a loop that will accept on `listener` and serve `protocol`.
-    pub fn new(listener: TcpListener, protocol: P, config: Config) -> io::Result<Reactor<P>> {
+    pub fn new(listener: TcpListener, protocol: P, config: Config) -> stdio::Result<Reactor<P>> {
         listener.set_nonblocking(true)?;
         let epoll = Epoll::new()?;
         epoll.add(listener.as_raw_fd(), sys::INTEREST_READ, LISTENER)?;
@@ -139,7 +115,7 @@ impl<P: Protocol> Reactor<P> {
 
     /// Also waits for `fd` (a signalfd, an eventfd) to become readable, and then
     /// returns [`Wake::Control`] from [`run`](Reactor::run).
-    pub fn watch(&mut self, fd: RawFd) -> io::Result<()> {
+    pub fn watch(&mut self, fd: RawFd) -> stdio::Result<()> {
         self.epoll.add(fd, sys::INTEREST_READ, CONTROL)
     }
 
@@ -175,7 +151,7 @@ impl<P: Protocol> Reactor<P> {
 
     /// Runs the loop until the watched descriptor is readable or a drain finished;
     /// without either it runs until epoll itself fails.
-    pub fn run(&mut self) -> io::Result<Wake> {
+    pub fn run(&mut self) -> stdio::Result<Wake> {
         self.protocol.on_tick(SystemTime::now());
         loop {
             if let Some(wake) = self.turn()? {
@@ -185,7 +161,7 @@ impl<P: Protocol> Reactor<P> {
     }
 
     /// One wait for events and the work they bring.
-    fn turn(&mut self) -> io::Result<Option<Wake>> {
+    fn turn(&mut self) -> stdio::Result<Option<Wake>> {
         let timeout = if self.again.is_empty() { self.clock.ms_to_next_second() } else { 0 };
         let mut events = std::mem::take(&mut self.events);
         self.epoll.wait(&mut events, timeout)?;
@@ -228,7 +204,7 @@ impl<P: Protocol> Reactor<P> {
                     self.stats.accepted += 1;
                     self.register(fd);
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == stdio::ErrorKind::WouldBlock => return,
                 Err(e) if is_out_of_fds(&e) => {
                     if !self.refuse_one() {
                         return;
@@ -301,13 +277,23 @@ impl<P: Protocol> Reactor<P> {
     fn finish(&mut self, token: Token, next: Next) {
         match next {
             Next::Wait if self.drain_deadline.is_some() => self.close_if_idle(token),
-            Next::Wait => {}
-            Next::Again => self.again.push(token),
+            Next::Wait => self.rearm(token),
+            Next::Again => {
+                self.rearm(token);
+                self.again.push(token);
+            }
             Next::Drop => {
                 self.stats.errors += 1;
                 self.connections.remove(token);
             }
             Next::Settle => self.settle(token),
+        }
+    }
+
+    fn rearm(&mut self, token: Token) {
+        if let Some(conn) = self.connections.get_mut(token) {
+            let mid_request = P::mid_request(&conn.state);
+            conn.rearm(self.clock.now(), &self.config, mid_request);
         }
     }
 
@@ -327,7 +313,6 @@ impl<P: Protocol> Reactor<P> {
         }
         if linger && !conn.read_closed && sys::shutdown_write(conn.fd.as_raw_fd()).is_ok() {
             conn.phase = Phase::Lingering;
-            conn.deadline = self.clock.now() + LINGER_SECS;
             let next = discard_input(conn, &mut self.read_buffer);
             return self.finish(token, next);
         }
@@ -347,74 +332,6 @@ fn open_reserve() -> Option<File> {
     File::open("/dev/null").ok()
 }
 
-fn is_out_of_fds(e: &io::Error) -> bool {
+fn is_out_of_fds(e: &stdio::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
-}
-
-/// Reads within the wake-up's budget, hands the input to the protocol and sends its
-/// answer, until the socket is drained, the output is over the cap, or the
-/// connection is closing.
-fn read_and_answer<P: Protocol>(
-    conn: &mut Connection<P::Conn>,
-    protocol: &mut P,
-    read_buffer: &mut [u8],
-    output: &mut Vec<u8>,
-) -> Next {
-    for _ in 0..READS_PER_WAKE {
-        if conn.unsent() > OUTPUT_CAP {
-            conn.read_paused = true;
-            return Next::Wait;
-        }
-        let n = match sys::recv(conn.fd.as_raw_fd(), read_buffer) {
-            Ok(0) => {
-                // The peer is done sending; an incomplete request can never complete.
-                conn.pending_input = Vec::new();
-                conn.read_closed = true;
-                conn.phase = Phase::Closing { linger: false };
-                return Next::Settle;
-            }
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Next::Wait,
-            Err(_) => return Next::Drop,
-        };
-        let fresh = &read_buffer[..n];
-        let from_pending = !conn.pending_input.is_empty();
-        if from_pending {
-            conn.pending_input.extend_from_slice(fresh);
-        }
-        let input: &[u8] = if from_pending { &conn.pending_input } else { fresh };
-        output.clear();
-        let verdict = protocol.on_data(&mut conn.state, input, output);
-        let consumed = verdict.consumed.min(input.len());
-        if verdict.keep_open {
-            conn.keep_input(from_pending, fresh, consumed);
-        } else {
-            let linger = consumed < input.len();
-            conn.pending_input = Vec::new();
-            conn.phase = Phase::Closing { linger };
-        }
-        if conn.send(output).is_err() {
-            return Next::Drop;
-        }
-        if conn.phase != Phase::Open {
-            return Next::Settle;
-        }
-        if n < read_buffer.len() && !conn.read_closed {
-            return Next::Wait;
-        }
-    }
-    Next::Again
-}
-
-/// Reads and drops what a lingering connection still sends; closes at its end.
-fn discard_input<S>(conn: &mut Connection<S>, read_buffer: &mut [u8]) -> Next {
-    for _ in 0..READS_PER_WAKE {
-        match sys::recv(conn.fd.as_raw_fd(), read_buffer) {
-            Ok(0) => return Next::Drop,
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Next::Wait,
-            Err(_) => return Next::Drop,
-        }
-    }
-    Next::Again
 }

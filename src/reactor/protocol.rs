@@ -40,6 +40,13 @@ pub trait Protocol {
     /// Appends the response bytes to `out` and says how much input it used.
     fn on_data(&mut self, conn: &mut Self::Conn, input: &[u8], out: &mut Vec<u8>) -> Verdict;
 
+    /// Whether `conn` is in the middle of a request although no input is pending
+    /// (HTTP: skipping a body). The loop then holds it to the request timeout, not
+    /// the idle one.
+    fn mid_request(_conn: &Self::Conn) -> bool {
+        false
+    }
+
     /// Called by the loop once a second, at the turn of the wall-clock second.
     fn on_tick(&mut self, _now: SystemTime) {}
 

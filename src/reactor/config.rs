@@ -1,0 +1,66 @@
+//! A loop's limits and timeouts, and which timeout a connection is under.
+
+use super::connection::{Connection, Phase};
+
+/// Seconds a closing connection may keep sending us bytes we drop (nginx: 5 s).
+const LINGER_SECS: u32 = 5;
+
+/// Limits and timeouts of one loop. A timeout of 0 seconds is no timeout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Connections open at once; at the limit the loop stops accepting (the kernel
+    /// keeps queueing) until one closes.
+    pub max_connections: usize,
+    /// Seconds a request may take to arrive, from its first byte to its last,
+    /// however slowly the bytes trickle in (slowloris); then the connection is
+    /// closed without an answer.
+    pub request_timeout: u32,
+    /// Seconds an idle connection (nothing received, nothing to send) stays open.
+    pub idle_timeout: u32,
+    /// Seconds a connection may hold unsent output without the peer taking any of it.
+    pub send_timeout: u32,
+}
+
+impl Default for Config {
+    /// nginx's choices where it has them: 10 s for a request head (its 60 s is for
+    /// the open internet's slowest links), 60 s idle, 30 s send.
+    fn default() -> Config {
+        Config { max_connections: 65536, request_timeout: 10, idle_timeout: 60, send_timeout: 30 }
+    }
+}
+
+/// Which timeout a connection is under.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Timer {
+    #[default]
+    Idle,
+    Request,
+    Send,
+    Linger,
+}
+
+impl<S> Connection<S> {
+    /// Sets the deadline for the state the connection is now in. A request's
+    /// deadline runs from its first byte; the send deadline from the peer's latest
+    /// progress; the idle deadline from the latest activity.
+    pub(crate) fn rearm(&mut self, now: u32, config: &Config, mid_request: bool) {
+        let (timer, seconds) = match self.phase {
+            Phase::Lingering => (Timer::Linger, LINGER_SECS),
+            _ if self.unsent() > 0 => (Timer::Send, config.send_timeout),
+            _ if !self.pending_input.is_empty() || mid_request => (Timer::Request, config.request_timeout),
+            _ => (Timer::Idle, config.idle_timeout),
+        };
+        let keep = match timer {
+            Timer::Request | Timer::Linger => self.timer == timer,
+            Timer::Send => self.timer == timer && !std::mem::take(&mut self.output_progressed),
+            Timer::Idle => false,
+        };
+        if keep {
+            return;
+        }
+        self.timer = timer;
+        // +1: the clock counts whole seconds, so a deadline `seconds` ahead could
+        // otherwise come up to a second early.
+        self.deadline = if seconds == 0 { 0 } else { now + seconds + 1 };
+    }
+}

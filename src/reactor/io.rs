@@ -1,0 +1,88 @@
+//! The work done on one connection per wake-up: read, hand to the protocol, send.
+
+use std::io;
+use std::os::fd::AsRawFd;
+
+use super::connection::{Connection, Phase};
+use super::{Protocol, OUTPUT_CAP, READS_PER_WAKE};
+use crate::sys;
+
+/// What to do with a connection after some work on it.
+pub(crate) enum Next {
+    /// Nothing until its next edge.
+    Wait,
+    /// Its reading budget ran out with input possibly left: serve it again soon.
+    Again,
+    /// Its phase may have changed: close, linger, or keep waiting.
+    Settle,
+    /// The socket failed: close at once.
+    Drop,
+}
+
+/// Reads within the wake-up's budget, hands the input to the protocol and sends its
+/// answer, until the socket is drained, the output is over the cap, or the
+/// connection is closing.
+pub(crate) fn read_and_answer<P: Protocol>(
+    conn: &mut Connection<P::Conn>,
+    protocol: &mut P,
+    read_buffer: &mut [u8],
+    output: &mut Vec<u8>,
+) -> Next {
+    for _ in 0..READS_PER_WAKE {
+        if conn.unsent() > OUTPUT_CAP {
+            conn.read_paused = true;
+            return Next::Wait;
+        }
+        let n = match sys::recv(conn.fd.as_raw_fd(), read_buffer) {
+            Ok(0) => {
+                // The peer is done sending; an incomplete request can never complete.
+                conn.pending_input = Vec::new();
+                conn.read_closed = true;
+                conn.phase = Phase::Closing { linger: false };
+                return Next::Settle;
+            }
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Next::Wait,
+            Err(_) => return Next::Drop,
+        };
+        let fresh = &read_buffer[..n];
+        let from_pending = !conn.pending_input.is_empty();
+        if from_pending {
+            conn.pending_input.extend_from_slice(fresh);
+        }
+        let input: &[u8] = if from_pending { &conn.pending_input } else { fresh };
+        output.clear();
+        let verdict = protocol.on_data(&mut conn.state, input, output);
+        let consumed = verdict.consumed.min(input.len());
+        if verdict.keep_open {
+            conn.keep_input(from_pending, fresh, consumed);
+        } else {
+            let linger = consumed < input.len();
+            conn.pending_input = Vec::new();
+            conn.phase = Phase::Closing { linger };
+        }
+        if conn.send(output).is_err() {
+            return Next::Drop;
+        }
+        if conn.phase != Phase::Open {
+            return Next::Settle;
+        }
+        if n < read_buffer.len() && !conn.read_closed {
+            return Next::Wait;
+        }
+    }
+    Next::Again
+}
+
+/// Reads and drops what a lingering connection still sends; closes at its end.
+pub(crate) fn discard_input<S>(conn: &mut Connection<S>, read_buffer: &mut [u8]) -> Next {
+    for _ in 0..READS_PER_WAKE {
+        match sys::recv(conn.fd.as_raw_fd(), read_buffer) {
+            Ok(0) => return Next::Drop,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Next::Wait,
+            Err(_) => return Next::Drop,
+        }
+    }
+    Next::Again
+}
