@@ -135,5 +135,5 @@ pub fn raise_nofile_limit() -> io::Result<u64> {
         // SAFETY: `limit` is a valid rlimit.
         syscall!(setrlimit(libc::RLIMIT_NOFILE, &limit))?;
     }
-    Ok(limit.rlim_cur as u64)
+    Ok(limit.rlim_cur)
 }
