@@ -198,6 +198,10 @@ fn find_head_end(buf: &[u8], scanned: usize) -> Option<usize> {
 /// Refuses an incomplete head early when what arrived already breaks a rule: a method
 /// that is no token (so binary garbage gets its 400 at once), or a size limit.
 fn check_partial(line_start: &[u8], limits: &Limits) -> Result<(), Error> {
+    if line_start == b"\r" {
+        // The start of the empty line that may come before the request line.
+        return Ok(());
+    }
     let line_len = line_start.iter().position(|&b| b == b'\n').unwrap_or(line_start.len());
     if line_len > limits.request_line + 1 {
         return Err(Error::RequestLineTooLong);

@@ -1,0 +1,98 @@
+//! Properties of the parse and of the hello protocol over arbitrary input.
+
+use percore::http::{parse, Hello, HelloConfig, HelloConn, Limits, Progress};
+use percore::reactor::Protocol;
+use proptest::prelude::*;
+
+/// Feeds `chunks` to a `Hello` as the loop does: the unconsumed tail of each call is
+/// handed in again with the next chunk; after a close verdict, input is ignored.
+/// Returns every byte the protocol wrote.
+fn serve_in_chunks(hello: &mut Hello, chunks: &[&[u8]]) -> Vec<u8> {
+    let mut conn = HelloConn::default();
+    let (mut pending, mut out) = (Vec::new(), Vec::new());
+    for chunk in chunks {
+        pending.extend_from_slice(chunk);
+        let verdict = hello.on_data(&mut conn, &pending, &mut out);
+        pending.drain(..verdict.consumed);
+        if !verdict.keep_open {
+            break;
+        }
+    }
+    out
+}
+
+/// Requests a pipeline may hold, each complete and each leaving the connection open.
+const REQUESTS: &[&[u8]] = &[
+    b"GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+    b"HEAD /h HTTP/1.1\r\nHost: a\r\nUser-Agent: proptest\r\n\r\n",
+    b"GET /q?x=1 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+    b"POST /form HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello",
+    b"GET /body HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc",
+    b"\r\nGET /lf HTTP/1.1\nHost: a\n\n",
+];
+
+/// The last request: one that closes, one with a framing error, or none.
+const ENDINGS: &[&[u8]] = &[
+    b"",
+    b"GET /last HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+    b"GET /bad HTTP/1.1\r\nHost: a\r\nContent-Length: x\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
+];
+
+fn pipeline() -> impl Strategy<Value = Vec<u8>> {
+    let requests = prop::collection::vec(prop::sample::select(REQUESTS), 1..20);
+    (requests, prop::sample::select(ENDINGS)).prop_map(|(requests, ending)| {
+        let mut bytes = requests.concat();
+        bytes.extend_from_slice(ending);
+        bytes
+    })
+}
+
+/// A pipeline and sorted cut positions within it.
+fn pipeline_and_cuts() -> impl Strategy<Value = (Vec<u8>, Vec<usize>)> {
+    pipeline().prop_flat_map(|bytes| {
+        let len = bytes.len();
+        (Just(bytes), prop::collection::vec(0..=len, 0..12)).prop_map(|(bytes, mut cuts)| {
+            cuts.sort_unstable();
+            (bytes, cuts)
+        })
+    })
+}
+
+fn split_at<'a>(bytes: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
+    let mut chunks = Vec::new();
+    let mut start = 0;
+    for &cut in cuts.iter().chain(std::iter::once(&bytes.len())) {
+        chunks.push(&bytes[start..cut]);
+        start = cut;
+    }
+    chunks
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn arbitrary_bytes_never_panic_the_parse(bytes in prop::collection::vec(any::<u8>(), 0..600)) {
+        let limits = Limits { request_line: 64, head: 256 };
+        let _ = parse(&bytes, &limits);
+        let mut progress = Progress::default();
+        for end in [bytes.len() / 3, bytes.len() / 2, bytes.len()] {
+            let _ = progress.parse(&bytes[..end], &limits);
+        }
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic_the_protocol(chunks in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..200), 1..6)) {
+        let chunks: Vec<&[u8]> = chunks.iter().map(Vec::as_slice).collect();
+        serve_in_chunks(&mut Hello::new(&HelloConfig::default()), &chunks);
+    }
+
+    #[test]
+    fn any_split_of_a_pipeline_gets_the_same_answers((bytes, cuts) in pipeline_and_cuts()) {
+        let mut hello = Hello::new(&HelloConfig::default());
+        let whole = serve_in_chunks(&mut hello, &[&bytes]);
+        let split = serve_in_chunks(&mut hello, &split_at(&bytes, &cuts));
+        prop_assert_eq!(String::from_utf8_lossy(&split), String::from_utf8_lossy(&whole));
+        prop_assert!(whole.starts_with(b"HTTP/1.1 "), "the first request was answered");
+    }
+}
