@@ -117,7 +117,10 @@ impl Protocol for Hello {
             };
             at += request.head_len;
             // A chunked body's end would need the chunk parse; refuse rather than guess.
+            conn.body_left = request.content_length;
             let refusal = if request.chunked {
+                // Of unknown length: the body is "more than we will read".
+                conn.body_left = u64::MAX;
                 Some(501)
             } else if request.content_length > self.max_body {
                 Some(413)
@@ -125,10 +128,10 @@ impl Protocol for Hello {
                 None
             };
             if let Some(code) = refusal {
+                // The body left unread makes the loop linger before it closes.
                 self.refuse(code, out);
                 return Verdict::close(at);
             }
-            conn.body_left = request.content_length;
             // While stopping, every request already received is answered; the last
             // one in the input tells the client to close.
             let received_all = at as u64 + conn.body_left >= input.len() as u64;

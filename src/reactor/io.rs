@@ -57,7 +57,10 @@ pub(crate) fn read_and_answer<P: Protocol>(
         if verdict.keep_open {
             conn.keep_input(from_pending, fresh, consumed);
         } else {
-            let linger = consumed < input.len();
+            // Bytes beyond the last answer, or a request still arriving: the peer may
+            // go on sending, and closing on unread input would reset the connection
+            // and could destroy our answer before the peer reads it.
+            let linger = consumed < input.len() || P::mid_request(&conn.state);
             conn.pending_input = Vec::new();
             conn.phase = Phase::Closing { linger };
         }

@@ -42,7 +42,7 @@ pub trait Protocol {
 
     /// Whether `conn` is in the middle of a request although no input is pending
     /// (HTTP: skipping a body). The loop then holds it to the request timeout, not
-    /// the idle one.
+    /// the idle one, and, if the protocol closes it now, lingers before closing.
     fn mid_request(_conn: &Self::Conn) -> bool {
         false
     }
