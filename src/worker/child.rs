@@ -29,7 +29,7 @@ pub(crate) fn run<P: Protocol>(
     match serve(job, listener, make_protocol) {
         Ok(()) => 0,
         Err(message) => {
-            eprintln!("percore: worker {} (cpu {}): {message}", job.index, job.cpu);
+            say!("percore: worker {} (cpu {}): {message}", job.index, job.cpu);
             1
         }
     }
@@ -62,7 +62,7 @@ fn serve<P: Protocol>(
         }
     }
     let (stats, counts) = (reactor.stats(), reactor.protocol().counts());
-    eprintln!(
+    say!(
         "worker {} pid {} cpu {} stopped: {} connections, {} requests, {} errors",
         job.index,
         std::process::id(),

@@ -109,7 +109,7 @@ impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>> Master<'a, F> {
             }
             Forked::Parent(pid) => {
                 slot.pid = Some(pid);
-                eprintln!("worker {index} pid {pid} cpu {}", slot.cpu);
+                say!("worker {index} pid {pid} cpu {}", slot.cpu);
                 Ok(())
             }
         }
@@ -138,12 +138,12 @@ impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>> Master<'a, F> {
                 slot.cpu,
                 CRASH_WINDOW.as_secs()
             );
-            eprintln!("percore: {why}");
+            say!("percore: {why}");
             self.outcome = Stopped::GaveUp(why);
             return self.stop(libc::SIGTERM);
         }
         let backoff = FIRST_BACKOFF.saturating_mul(1 << (slot.deaths.len() - 1)).min(MAX_BACKOFF);
-        eprintln!("worker {index} cpu {} {exit}; restarting in {} ms", slot.cpu, backoff.as_millis());
+        say!("worker {index} cpu {} {exit}; restarting in {} ms", slot.cpu, backoff.as_millis());
         slot.restart_at = Some(now + backoff);
     }
 

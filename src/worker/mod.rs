@@ -2,6 +2,16 @@
 //! forks one worker process per CPU, each pinned to its CPU and running one loop, and
 //! supervises them. Any [`Protocol`] can be served this way.
 
+/// Writes one line to stderr in a single `write`: the master and its workers share
+/// the descriptor, and `eprintln!` writes a line in pieces that can interleave.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write;
+        let line = format!("{}\n", format_args!($($arg)*));
+        let _ = std::io::stderr().write_all(line.as_bytes());
+    }};
+}
+
 mod child;
 mod cpus;
 mod master;
@@ -55,7 +65,7 @@ pub fn run<P: Protocol>(
     let listeners =
         bind_all(options, backlog).map_err(|e| format!("cannot listen on {}: {e}", options.addr))?;
     let local = listeners[0].local_addr().map_err(|e| e.to_string())?;
-    eprintln!("listening on {local}");
+    say!("listening on {local}");
     let master = master::Master::new(options, listeners, make_protocol).map_err(|e| e.to_string())?;
     master.run().map_err(|e| format!("master: {e}"))
 }
@@ -80,7 +90,7 @@ fn clamp_backlog(backlog: u32) -> i32 {
         .and_then(|text| text.trim().parse::<u32>().ok())
         .unwrap_or(4096);
     if backlog > somaxconn {
-        eprintln!(
+        say!(
             "percore: warning: --backlog {backlog} is above net.core.somaxconn ({somaxconn}), using {somaxconn}; \
              see sysctl.conf"
         );
@@ -95,7 +105,7 @@ pub fn raise_fd_limit(max_conns: u64) -> u64 {
     // A few descriptors beyond the connections: listener, epoll, signalfd, stdio.
     let needed = max_conns + 16;
     if limit < needed {
-        eprintln!(
+        say!(
             "percore: warning: open-file limit {limit} is below the {needed} that --max-conns {max_conns} needs \
              per worker; raise it with ulimit -n (see sysctl.conf)"
         );
