@@ -10,6 +10,7 @@ use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStderr, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
@@ -82,6 +83,8 @@ pub struct Server {
     child: KillOnDrop,
     addr: SocketAddr,
     stderr: Arc<Mutex<String>>,
+    /// Set once stderr reached EOF: every holder of the pipe has exited.
+    stderr_closed: Arc<AtomicBool>,
 }
 
 impl Server {
@@ -110,8 +113,9 @@ impl Server {
         let pipe = child.stderr.take().expect("stderr is piped");
         let child = KillOnDrop(child);
         let stderr = Arc::new(Mutex::new(String::new()));
+        let stderr_closed = Arc::new(AtomicBool::new(false));
         let (tx, rx) = mpsc::channel();
-        spawn_stderr_reader(pipe, Arc::clone(&stderr), tx);
+        spawn_stderr_reader(pipe, Arc::clone(&stderr), tx, Arc::clone(&stderr_closed));
 
         // A disconnect means stderr closed (the process exited) before the line.
         let addr = match rx.recv_timeout(STARTUP_TIMEOUT) {
@@ -125,7 +129,7 @@ impl Server {
                 );
             }
         };
-        Server { child, addr, stderr }
+        Server { child, addr, stderr, stderr_closed }
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -159,7 +163,12 @@ const LOOPBACK_ARGS: [&str; 4] = ["--bind", "127.0.0.1", "--port", "0"];
 
 /// Collects stderr for the life of the process and sends the address from
 /// the first `listening on` line.
-fn spawn_stderr_reader(pipe: ChildStderr, collected: Arc<Mutex<String>>, tx: mpsc::Sender<SocketAddr>) {
+fn spawn_stderr_reader(
+    pipe: ChildStderr,
+    collected: Arc<Mutex<String>>,
+    tx: mpsc::Sender<SocketAddr>,
+    closed: Arc<AtomicBool>,
+) {
     thread::spawn(move || {
         let mut tx = Some(tx);
         for line in BufReader::new(pipe).lines() {
@@ -176,6 +185,7 @@ fn spawn_stderr_reader(pipe: ChildStderr, collected: Arc<Mutex<String>>, tx: mps
                 tx = None;
             }
         }
+        closed.store(true, Ordering::SeqCst);
     });
 }
 
@@ -400,4 +410,255 @@ pub fn read_to_eof(reader: &mut impl Read) {
         }
         Err(e) => panic!("expected a clean close (EOF), got error: {e}"),
     }
+}
+
+// ---------------------------------------------------------------------------
+// Processes: waiting for exits, signals, /proc, and the worker lines of
+// `percore serve`.
+
+/// How often the bounded polls below look again.
+const POLL_INTERVAL: Duration = Duration::from_millis(20);
+
+impl Server {
+    /// `wrapper` (a program and its arguments, e.g. `taskset -c 1`) running
+    /// `percore serve` on an ephemeral loopback port, plus `extra` flags. The
+    /// wrapper must exec percore, so that `pid()` is percore's.
+    pub fn percore_via(wrapper: &[&str], extra: &[&str]) -> Server {
+        let (program, wrapper_args) = wrapper.split_first().expect("a wrapper program");
+        let bin = percore_bin();
+        let mut args: Vec<&str> = wrapper_args.to_vec();
+        args.push(bin.to_str().expect("binary path is UTF-8"));
+        args.push("serve");
+        args.extend(LOOPBACK_ARGS);
+        args.extend(extra);
+        Server::start(Path::new(program), &args)
+    }
+
+    /// The exit status if the process has exited (reaping it), else None.
+    pub fn try_exit_status(&mut self) -> Option<ExitStatus> {
+        self.child.0.try_wait().expect("polling the server's exit status")
+    }
+
+    /// Waits up to `timeout` for the process to exit; None if it is still
+    /// running then (it is still killed on drop).
+    pub fn wait_exit_within(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let mut status = None;
+        wait_until(timeout, || {
+            status = self.try_exit_status();
+            status.is_some()
+        });
+        status
+    }
+
+    /// Waits up to `timeout` for the process to exit; panics if it does not.
+    pub fn wait_exit(&mut self, timeout: Duration) -> ExitStatus {
+        self.wait_exit_within(timeout)
+            .unwrap_or_else(|| panic!("the server (pid {}) did not exit within {timeout:?}", self.pid()))
+    }
+
+    /// Waits up to `timeout` for stderr to reach EOF (the process and every
+    /// child that inherited its stderr have exited) and returns all of it;
+    /// panics if it stays open.
+    pub fn wait_stderr_closed(&self, timeout: Duration) -> String {
+        let closed = wait_until(timeout, || self.stderr_closed.load(Ordering::SeqCst));
+        assert!(closed, "stderr still open {timeout:?} on; so far:\n{}", self.stderr());
+        self.stderr()
+    }
+
+    /// Waits up to `timeout` until `cond` holds for the stderr collected so
+    /// far and returns that stderr; panics (naming `what`) otherwise.
+    pub fn wait_for_stderr(&self, timeout: Duration, what: &str, cond: impl Fn(&str) -> bool) -> String {
+        let mut text = String::new();
+        let found = wait_until(timeout, || {
+            text = self.stderr();
+            cond(&text)
+        });
+        assert!(found, "no {what} on stderr within {timeout:?}; stderr so far:\n{text}");
+        text
+    }
+}
+
+/// Polls `cond` until it holds or `timeout` passes; returns whether it held.
+/// `cond` is always called at least once, and once more after the deadline.
+pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        if cond() {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return cond();
+        }
+        thread::sleep(POLL_INTERVAL);
+    }
+}
+
+/// Sends SIG`name` (e.g. "TERM", "KILL") to `pid` with kill(1); returns
+/// whether it was delivered (false once the process is gone).
+pub fn try_signal(pid: u32, name: &str) -> bool {
+    Command::new("kill")
+        .args([format!("-{name}"), pid.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap_or_else(|e| panic!("running kill -{name} {pid}: {e}"))
+        .success()
+}
+
+/// Sends SIG`name` to `pid`, which must exist.
+pub fn signal(pid: u32, name: &str) {
+    assert!(try_signal(pid, name), "kill -{name} {pid} failed: is the process gone?");
+}
+
+/// State letter and parent pid of `pid` from /proc/PID/stat, None if there is
+/// no such process.
+pub fn proc_state(pid: u32) -> Option<(char, u32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may itself hold spaces or ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    Some((state, ppid))
+}
+
+/// Whether `pid` exists and is not a zombie.
+pub fn is_running(pid: u32) -> bool {
+    proc_state(pid).is_some_and(|(state, _)| state != 'Z')
+}
+
+/// Pids of the live (non-zombie) children of `parent`, sorted.
+pub fn children_of(parent: u32) -> Vec<u32> {
+    let mut children: Vec<u32> = std::fs::read_dir("/proc")
+        .expect("reading /proc")
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|&pid| proc_state(pid).is_some_and(|(state, ppid)| ppid == parent && state != 'Z'))
+        .collect();
+    children.sort_unstable();
+    children
+}
+
+/// The `Cpus_allowed_list` of `pid` (e.g. "1" or "0-1"), None if it is gone.
+pub fn cpus_allowed(pid: u32) -> Option<String> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status.lines().find_map(|line| line.strip_prefix("Cpus_allowed_list:")).map(|v| v.trim().to_string())
+}
+
+/// A `worker {index} pid {pid} cpu {cpu}` line: a worker was started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkerLine {
+    pub index: usize,
+    pub pid: u32,
+    pub cpu: usize,
+}
+
+/// Parses the `worker I pid P cpu C` prefix of `line`, returning the rest.
+fn parse_worker_prefix(line: &str) -> Option<(WorkerLine, &str)> {
+    let rest = line.strip_prefix("worker ")?;
+    let (index, rest) = rest.split_once(" pid ")?;
+    let (pid, rest) = rest.split_once(" cpu ")?;
+    let (cpu, rest) = rest.split_once(' ').unwrap_or((rest, ""));
+    let worker = WorkerLine { index: index.parse().ok()?, pid: pid.parse().ok()?, cpu: cpu.parse().ok()? };
+    Some((worker, rest))
+}
+
+/// Every worker start line in `stderr`, in order.
+pub fn worker_lines(stderr: &str) -> Vec<WorkerLine> {
+    stderr
+        .lines()
+        .filter_map(parse_worker_prefix)
+        .filter(|(_, rest)| rest.is_empty())
+        .map(|(worker, _)| worker)
+        .collect()
+}
+
+/// A `worker I pid P cpu C stopped: A connections, R requests, E errors` line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoppedLine {
+    pub worker: WorkerLine,
+    pub connections: u64,
+    pub requests: u64,
+    pub errors: u64,
+}
+
+fn parse_stopped(line: &str) -> Option<StoppedLine> {
+    let (worker, rest) = parse_worker_prefix(line)?;
+    let counts = rest.strip_prefix("stopped: ")?;
+    let mut numbers = counts.split(", ");
+    let mut count = |unit: &str| -> Option<u64> { numbers.next()?.strip_suffix(unit)?.trim().parse().ok() };
+    let connections = count(" connections")?;
+    let requests = count(" requests")?;
+    let errors = count(" errors")?;
+    Some(StoppedLine { worker, connections, requests, errors })
+}
+
+/// Every worker `stopped:` line in `stderr`, in order.
+pub fn stopped_lines(stderr: &str) -> Vec<StoppedLine> {
+    stderr.lines().filter_map(parse_stopped).collect()
+}
+
+/// Like [`run_expecting_exit`], with extra environment variables and a
+/// given bound on the wait.
+pub fn run_expecting_exit_with_env(
+    program: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    timeout: Duration,
+) -> (ExitStatus, String) {
+    let mut cmd = Command::new(program);
+    cmd.args(args).envs(env.iter().copied());
+    run_to_exit(cmd, timeout)
+}
+
+/// What a process that ran to completion printed.
+#[derive(Debug)]
+pub struct Finished {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `program args` to completion with a bounded wait, capturing stdout
+/// and stderr. Panics (after killing it) if it does not exit in time.
+pub fn run_capturing(program: &Path, args: &[&str]) -> Finished {
+    let mut cmd = Command::new(program);
+    cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawning {cmd:?}: {e}"));
+    let pipes: [Box<dyn Read + Send>; 2] = [
+        Box::new(child.stdout.take().expect("stdout is piped")),
+        Box::new(child.stderr.take().expect("stderr is piped")),
+    ];
+    let mut child = KillOnDrop(child);
+    let deadline = std::time::Instant::now() + STARTUP_TIMEOUT;
+    let readers: Vec<mpsc::Receiver<String>> = pipes
+        .into_iter()
+        .map(|mut pipe| {
+            let (tx, rx) = mpsc::channel();
+            thread::spawn(move || {
+                let mut text = String::new();
+                let _ = pipe.read_to_string(&mut text);
+                let _ = tx.send(text);
+            });
+            rx
+        })
+        .collect();
+    let mut texts = readers.iter().map(|rx| {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        rx.recv_timeout(left).unwrap_or_else(|_| panic!("{cmd:?} did not exit within {STARTUP_TIMEOUT:?}"))
+    });
+    let (stdout, stderr) = (texts.next().unwrap(), texts.next().unwrap());
+    let status = child.0.wait().expect("waiting for child");
+    Finished { status, stdout, stderr }
+}
+
+/// Whether signal number `signo` is pending for `pid` (to the process or to
+/// its main thread), as /proc/PID/status shows it; false if `pid` is gone.
+pub fn signal_pending(pid: u32, signo: u32) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else { return false };
+    status
+        .lines()
+        .filter_map(|line| line.strip_prefix("ShdPnd:").or_else(|| line.strip_prefix("SigPnd:")))
+        .filter_map(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .any(|mask| mask & (1 << (signo - 1)) != 0)
 }

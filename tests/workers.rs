@@ -1,0 +1,376 @@
+//! `percore serve` as processes: a master and one pinned worker per CPU, their
+//! restarts, their graceful and immediate stops, and `percore tune`.
+
+mod util;
+
+use std::collections::BTreeSet;
+use std::ops::{Deref, DerefMut};
+use std::time::Duration;
+
+use util::{
+    children_of, cpus_allowed, is_running, percore_bin, proc_state, request, run_capturing,
+    run_expecting_exit, run_expecting_exit_with_env, signal, signal_pending, stopped_lines, try_signal,
+    wait_until, worker_lines, Client, Method, Response, Server, StoppedLine, WorkerLine,
+};
+
+const HELLO: &[u8] = b"hello, world!\n";
+const OK: &str = "HTTP/1.1 200 OK";
+
+/// Bound on every wait for something the server does on its own: a line on
+/// stderr, a worker pinning itself, a process exiting. Generous, for a loaded
+/// 2-core CI machine; a passing run takes a small fraction of it.
+const WAIT: Duration = Duration::from_secs(15);
+
+/// `percore serve`, whose worker processes are also killed on drop while the
+/// master is still running, so a failing test leaves none behind even if the
+/// master's own clean-up (SIGTERM on its death) were broken.
+struct Percore {
+    server: Server,
+}
+
+impl Percore {
+    fn start(extra: &[&str]) -> Percore {
+        Percore { server: Server::percore(extra) }
+    }
+
+    /// Under `taskset` (or any wrapper that execs percore).
+    fn start_via(wrapper: &[&str], extra: &[&str]) -> Percore {
+        Percore { server: Server::percore_via(wrapper, extra) }
+    }
+
+    /// Waits (bounded) for `n` worker start lines and returns them, checking
+    /// they are workers 0..n.
+    fn workers(&self, n: usize) -> Vec<WorkerLine> {
+        let stderr = self.wait_for_stderr(WAIT, &format!("{n} worker lines"), |s| worker_lines(s).len() >= n);
+        let workers = worker_lines(&stderr);
+        assert_eq!(workers.len(), n, "expected {n} worker lines; stderr:\n{stderr}");
+        let indexes: Vec<usize> = workers.iter().map(|w| w.index).collect();
+        assert_eq!(indexes, (0..n).collect::<Vec<_>>(), "worker indexes; stderr:\n{stderr}");
+        workers
+    }
+
+    /// Waits for the master to exit and returns its exit code, failing if it
+    /// was killed by a signal instead.
+    fn exit_code(&mut self) -> i32 {
+        let status = self.wait_exit(WAIT);
+        status.code().unwrap_or_else(|| panic!("the master did not exit normally: {status}"))
+    }
+
+    /// The `stopped:` lines, of which there must be `n`, once the master
+    /// exited: then so have the workers, and stderr is complete.
+    fn stopped(&self, n: usize) -> Vec<StoppedLine> {
+        let stderr = self.wait_stderr_closed(WAIT);
+        let stopped = stopped_lines(&stderr);
+        assert_eq!(
+            stopped.len(),
+            n,
+            "expected {n} `worker I pid P cpu C stopped: ...` lines, each a line of its own; stderr:\n{stderr}"
+        );
+        stopped
+    }
+}
+
+impl Deref for Percore {
+    type Target = Server;
+    fn deref(&self) -> &Server {
+        &self.server
+    }
+}
+
+impl DerefMut for Percore {
+    fn deref_mut(&mut self) -> &mut Server {
+        &mut self.server
+    }
+}
+
+impl Drop for Percore {
+    fn drop(&mut self) {
+        // Only while the master is unreaped is its pid surely still its own,
+        // and are its children surely its workers.
+        if self.server.try_exit_status().is_none() {
+            for pid in children_of(self.server.pid()) {
+                try_signal(pid, "KILL");
+            }
+        }
+        // Then the Server guard kills and reaps the master.
+    }
+}
+
+/// SIGCONTs a SIGSTOPped process when dropped, also while a test panics.
+struct Resume(u32);
+
+impl Drop for Resume {
+    fn drop(&mut self) {
+        try_signal(self.0, "CONT");
+    }
+}
+
+fn assert_hello(response: &Response) {
+    assert_eq!(response.status_line, OK, "{response:?}");
+    assert_eq!(response.body, HELLO, "{response:?}");
+}
+
+/// One GET on a new connection that asks to be closed after it.
+fn get_on_fresh_connection(server: &Server) {
+    let mut client = server.client();
+    client.send_request(Method::Get, "/", "HTTP/1.1", &["Connection: close"]);
+    assert_hello(&client.read_response(Method::Get));
+    client.expect_eof();
+}
+
+/// A client whose connection a worker has certainly accepted: it got an
+/// answer on it.
+fn accepted_client(server: &Server) -> Client {
+    let mut client = server.client();
+    assert_hello(&client.get("/warm-up"));
+    client
+}
+
+/// Waits (bounded) for `worker` to have pinned itself to its CPU: the start
+/// line is printed by the master right after fork, before the worker pins.
+fn assert_pinned(worker: &WorkerLine) {
+    let want = worker.cpu.to_string();
+    let mut got = None;
+    let pinned = wait_until(WAIT, || {
+        got = cpus_allowed(worker.pid);
+        got.as_deref() == Some(want.as_str())
+    });
+    assert!(pinned, "{worker:?}: Cpus_allowed_list is {got:?}, expected {want:?}");
+}
+
+fn assert_all_gone(pids: &[u32]) {
+    let gone = wait_until(WAIT, || pids.iter().all(|&pid| !is_running(pid)));
+    let left: Vec<_> =
+        pids.iter().filter(|&&pid| is_running(pid)).map(|&pid| (pid, proc_state(pid))).collect();
+    // Left running, they would outlive the test: they are its own processes.
+    for &(pid, _) in &left {
+        try_signal(pid, "KILL");
+    }
+    assert!(gone, "workers still running {WAIT:?} after the master died (pid, (state, ppid)): {left:?}");
+}
+
+#[test]
+fn two_workers_pinned_share_connections_and_stop_gracefully() {
+    const CONNECTIONS: usize = 200;
+    let mut server = Percore::start(&["--workers", "2", "--cpus", "0,1"]);
+    let workers = server.workers(2);
+
+    let pids: Vec<u32> = workers.iter().map(|w| w.pid).collect();
+    let mut sorted = pids.clone();
+    sorted.sort_unstable();
+    assert_eq!(children_of(server.pid()), sorted, "the master's children are not the two workers");
+    let cpus: BTreeSet<usize> = workers.iter().map(|w| w.cpu).collect();
+    assert_eq!(cpus, BTreeSet::from([0, 1]), "{workers:?}");
+    workers.iter().for_each(assert_pinned);
+
+    for _ in 0..CONNECTIONS {
+        get_on_fresh_connection(&server);
+    }
+
+    signal(server.pid(), "TERM");
+    assert_eq!(server.exit_code(), 0);
+    let stopped = server.stopped(2);
+    for worker in &workers {
+        let line = stopped
+            .iter()
+            .find(|s| s.worker == *worker)
+            .unwrap_or_else(|| panic!("no stopped line for {worker:?} in {stopped:?}"));
+        // The kernel hashes each connection to one of the two listeners.
+        assert!(line.requests > 0, "{worker:?} answered no request: {line:?}");
+        assert_eq!(line.errors, 0, "{line:?}");
+    }
+    let requests: u64 = stopped.iter().map(|s| s.requests).sum();
+    let connections: u64 = stopped.iter().map(|s| s.connections).sum();
+    assert_eq!((connections, requests), (CONNECTIONS as u64, CONNECTIONS as u64), "{stopped:?}");
+}
+
+#[test]
+fn taskset_mask_gives_one_worker_on_that_cpu() {
+    let server = Percore::start_via(&["taskset", "-c", "1"], &[]);
+    let workers = server.workers(1);
+    assert_eq!(workers[0].cpu, 1, "{workers:?}");
+    assert_eq!(children_of(server.pid()), vec![workers[0].pid]);
+    assert_pinned(&workers[0]);
+    get_on_fresh_connection(&server);
+}
+
+#[test]
+fn killed_worker_is_restarted_on_its_cpu() {
+    let server = Percore::start(&["--workers", "2", "--cpus", "0,1"]);
+    let workers = server.workers(2);
+    let victim = workers[0];
+    assert_pinned(&victim);
+    signal(victim.pid, "KILL");
+
+    let stderr = server.wait_for_stderr(WAIT, "restart of worker 0", |s| {
+        worker_lines(s).iter().any(|w| w.index == victim.index && w.pid != victim.pid)
+    });
+    let notice =
+        format!("worker {} cpu {} was killed by signal 9; restarting in 100 ms", victim.index, victim.cpu);
+    assert!(stderr.lines().any(|l| l == notice), "no {notice:?} line; stderr:\n{stderr}");
+    let restarted = *worker_lines(&stderr).last().unwrap();
+    assert_eq!((restarted.index, restarted.cpu), (victim.index, victim.cpu), "stderr:\n{stderr}");
+    assert_ne!(restarted.pid, victim.pid);
+    assert!(is_running(restarted.pid), "restarted worker {restarted:?} is not running");
+    assert_pinned(&restarted);
+    assert!(!is_running(victim.pid), "killed worker {victim:?} still running");
+    let mut want = vec![restarted.pid, workers[1].pid];
+    want.sort_unstable();
+    assert_eq!(children_of(server.pid()), want);
+
+    for _ in 0..20 {
+        get_on_fresh_connection(&server);
+    }
+}
+
+#[test]
+fn connection_queued_while_worker_is_dead_is_answered_after_restart() {
+    let server = Percore::start(&["--workers", "1"]);
+    let worker = server.workers(1)[0];
+
+    // Stopped, the master cannot reap or restart the worker yet.
+    signal(server.pid(), "STOP");
+    let resume = Resume(server.pid());
+    signal(worker.pid, "KILL");
+    let dead = wait_until(WAIT, || !is_running(worker.pid));
+    assert!(dead, "worker {worker:?} still running after SIGKILL: {:?}", proc_state(worker.pid));
+
+    // No process accepts now: the connection waits in the listener's queue,
+    // which the stopped master keeps open.
+    let mut client = server.client();
+    client.send_request(Method::Get, "/queued", "HTTP/1.1", &[]);
+    drop(resume);
+
+    assert_hello(&client.read_response(Method::Get));
+    let stderr = server.wait_for_stderr(WAIT, "restart of worker 0", |s| worker_lines(s).len() >= 2);
+    assert!(stderr.contains("was killed by signal 9; restarting in"), "stderr:\n{stderr}");
+}
+
+/// Signal number of SIGTERM, for /proc's pending-signal masks.
+const SIGTERM: u32 = 15;
+
+#[test]
+fn sigterm_answers_pipelined_requests_already_sent() {
+    const PIPELINED: usize = 50;
+    let mut server = Percore::start(&["--workers", "1"]);
+    let worker = server.workers(1)[0];
+    let mut client = accepted_client(&server);
+
+    // With the worker stopped, the whole batch is surely still unanswered
+    // (in its socket buffer) when the stop begins: on resuming, the worker
+    // finds both the batch and the SIGTERM the master passed on.
+    signal(worker.pid, "STOP");
+    let resume = Resume(worker.pid);
+    let stopped = wait_until(WAIT, || proc_state(worker.pid).is_some_and(|(state, _)| state == 'T'));
+    assert!(stopped, "worker {worker:?} did not stop: {:?}", proc_state(worker.pid));
+    let batch: String =
+        (0..PIPELINED).map(|i| request(Method::Get, &format!("/{i}"), "HTTP/1.1", &[])).collect();
+    client.send(batch.as_bytes());
+    signal(server.pid(), "TERM");
+    let passed_on = wait_until(WAIT, || signal_pending(worker.pid, SIGTERM));
+    assert!(passed_on, "the master did not pass SIGTERM on to worker {worker:?}");
+    drop(resume);
+
+    // A `Connection: close` on any response but the last would show as a
+    // close before all were read.
+    for i in 0..PIPELINED {
+        let response = client.read_response(Method::Get);
+        assert_eq!(response.status_line, OK, "response {i}: {response:?}");
+        assert_eq!(response.body, HELLO, "response {i}: {response:?}");
+    }
+    client.expect_eof();
+    assert_eq!(server.exit_code(), 0);
+    let stopped = server.stopped(1);
+    assert_eq!(stopped[0].requests, PIPELINED as u64 + 1, "{stopped:?}");
+}
+
+#[test]
+fn second_sigint_stops_at_once() {
+    let mut server = Percore::start(&["--shutdown-timeout", "30"]);
+    server.workers(2);
+    let mut client = accepted_client(&server);
+    // A request without its final CRLF: a graceful stop waits for the rest.
+    client.send(b"GET / HTTP/1.1\r\nHost: a\r\n");
+
+    signal(server.pid(), "INT");
+    // Signals of one kind do not queue: a second SIGINT sent before the master
+    // took the first would merge with it. So repeat it until the master exits;
+    // any one after the first starts the immediate stop.
+    let mut status = None;
+    let exited = wait_until(WAIT, || {
+        status = server.wait_exit_within(Duration::from_millis(250));
+        status.is_some() || !try_signal(server.pid(), "INT")
+    });
+    assert!(exited, "the master did not exit within {WAIT:?} of repeated SIGINTs");
+    let status = status.unwrap_or_else(|| server.wait_exit(WAIT));
+    assert_eq!(status.code(), Some(130), "exit status {status}");
+    drop(client);
+}
+
+#[test]
+fn worker_failing_at_start_makes_the_master_give_up() {
+    let env = [("PERCORE_FAULT", "worker-start")];
+    let (status, stderr) =
+        run_expecting_exit_with_env(&percore_bin(), &serve_args(&[]), &env, Duration::from_secs(20));
+    assert_eq!(status.code(), Some(1), "exit status {status}; stderr:\n{stderr}");
+    assert!(stderr.contains("giving up"), "stderr:\n{stderr}");
+    let restarts = stderr.lines().filter(|l| l.contains("restarting in")).count();
+    assert!((1..10).contains(&restarts), "{restarts} restarts; stderr:\n{stderr}");
+}
+
+#[test]
+fn sigkilled_master_leaves_no_worker() {
+    let mut server = Percore::start(&["--workers", "2"]);
+    let pids: Vec<u32> = server.workers(2).iter().map(|w| w.pid).collect();
+    signal(server.pid(), "KILL");
+    server.wait_exit(WAIT);
+    assert_all_gone(&pids);
+}
+
+/// `serve` on an ephemeral loopback port plus `extra`, for runs expected to exit.
+fn serve_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["serve", "--bind", "127.0.0.1", "--port", "0"];
+    args.extend(extra);
+    args
+}
+
+/// Whether `text` holds `word` with no letter or digit right before or after.
+fn has_word(text: &str, word: &str) -> bool {
+    text.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| w == word)
+}
+
+#[test]
+fn cpu_outside_the_machine_is_a_usage_error() {
+    let (status, stderr) = run_expecting_exit(&percore_bin(), &serve_args(&["--cpus", "7"]));
+    assert_eq!(status.code(), Some(2), "stderr:\n{stderr}");
+    assert!(has_word(&stderr, "7"), "the error does not name CPU 7:\n{stderr}");
+}
+
+#[test]
+fn malformed_cpu_list_is_a_usage_error() {
+    let (status, stderr) = run_expecting_exit(&percore_bin(), &serve_args(&["--cpus", "x"]));
+    assert_eq!(status.code(), Some(2), "stderr:\n{stderr}");
+    assert!(!stderr.trim().is_empty(), "no usage message on stderr");
+}
+
+#[test]
+fn tune_reports_every_setting_of_sysctl_conf() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/sysctl.conf");
+    let conf = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
+    let names: Vec<&str> = conf
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| line.split_once('='))
+        .map(|(name, _)| name.trim())
+        .collect();
+    assert!(!names.is_empty(), "no settings found in {path}");
+
+    let run = run_capturing(&percore_bin(), &["tune"]);
+    assert_eq!(run.status.code(), Some(0), "{run:?}");
+    let rows: Vec<&str> = run.stdout.lines().filter_map(|line| line.split_whitespace().next()).collect();
+    for name in names {
+        assert!(rows.contains(&name), "no row for {name}; stdout:\n{}", run.stdout);
+    }
+    assert!(run.stdout.contains("ulimit -n"), "no ulimit -n row; stdout:\n{}", run.stdout);
+}
