@@ -1,0 +1,396 @@
+//! Connection limits and timeouts of `percore serve`: slow and silent clients,
+//! clients that never read, resets, running out of descriptors, and many
+//! connections at once. Worker state is read from /proc, so most tests run one
+//! worker (`--workers 1`) and find its pid on the server's stderr.
+
+mod util;
+
+use std::io::{self, BufRead, BufReader, ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use util::{connect, is_running, wait_until, worker_lines, Server};
+
+const OK: &str = "HTTP/1.1 200 OK";
+
+/// Bound on every wait for something the server does on its own (a timeout
+/// firing, descriptors being closed). Generous, for a loaded 2-core CI
+/// machine; a passing run takes a small fraction of it.
+const WAIT: Duration = Duration::from_secs(15);
+
+const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+const GET_CLOSE: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
+
+/// `percore serve --workers 1` plus `extra` flags, and the pid of its worker.
+fn one_worker(extra: &[&str]) -> (Server, u32) {
+    let mut flags = vec!["--workers", "1"];
+    flags.extend(extra);
+    let server = Server::percore(&flags);
+    let worker = worker_pid(&server);
+    (server, worker)
+}
+
+fn worker_pid(server: &Server) -> u32 {
+    let stderr = server.wait_for_stderr(WAIT, "worker line", |s| !worker_lines(s).is_empty());
+    worker_lines(&stderr)[0].pid
+}
+
+fn fd_count(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap_or_else(|e| panic!("reading /proc/{pid}/fd: {e}"))
+        .count()
+}
+
+fn vm_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("reading /proc/PID/status");
+    let line = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).expect("a VmRSS line");
+    line.trim().trim_end_matches("kB").trim().parse().expect("VmRSS in kB")
+}
+
+/// The worker's descriptor count with no client connection: after one served
+/// request (so its loop is surely running) on a connection since closed, once
+/// the count stops changing.
+fn idle_fd_count(server: &Server, worker: u32) -> usize {
+    assert_eq!(try_get(server.addr()).expect("a first request"), OK);
+    let mut last = fd_count(worker);
+    let mut settled = 0;
+    let stable = wait_until(WAIT, || {
+        thread::sleep(Duration::from_millis(100));
+        let now = fd_count(worker);
+        settled = if now == last { settled + 1 } else { 0 };
+        last = now;
+        settled >= 3
+    });
+    assert!(stable, "the worker's descriptor count never settled (last {last})");
+    last
+}
+
+/// Waits (bounded) for the worker's descriptor count to be back at `baseline`:
+/// every connection it had is closed, no slot leaked.
+fn assert_fds_back(worker: u32, baseline: usize, what: &str) {
+    let back = wait_until(WAIT, || fd_count(worker) <= baseline);
+    assert!(back, "{what}: worker {worker} still has {} descriptors, baseline {baseline}", fd_count(worker));
+}
+
+/// Reads one response (head, then its Content-Length body, dropped) and
+/// returns its status line.
+fn read_response(reader: &mut impl BufRead) -> io::Result<String> {
+    fn line(reader: &mut impl BufRead, buf: &mut String) -> io::Result<()> {
+        buf.clear();
+        match reader.read_line(buf)? {
+            0 => Err(io::Error::new(ErrorKind::UnexpectedEof, "connection closed mid-response")),
+            _ => Ok(()),
+        }
+    }
+    let mut status = String::new();
+    line(reader, &mut status)?;
+    let mut header = String::new();
+    let mut length = None;
+    loop {
+        line(reader, &mut header)?;
+        if header == "\r\n" {
+            break;
+        }
+        if let Some((name, value)) = header.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse::<u64>().ok();
+            }
+        }
+    }
+    let length = length.ok_or_else(|| io::Error::new(ErrorKind::InvalidData, "no Content-Length"))?;
+    let skipped = io::copy(&mut reader.by_ref().take(length), &mut io::sink())?;
+    if skipped < length {
+        return Err(io::Error::new(ErrorKind::UnexpectedEof, "connection closed mid-body"));
+    }
+    Ok(status.trim_end().to_string())
+}
+
+/// Sends `request` on `stream` and returns the status line of the answer.
+fn exchange(stream: &TcpStream, request: &[u8]) -> io::Result<String> {
+    let mut stream_ref = stream;
+    stream_ref.write_all(request)?;
+    // A small buffer, dropped after: nothing follows the one response.
+    read_response(&mut BufReader::with_capacity(512, stream))
+}
+
+/// One GET on a new connection that asks to be closed after it; an error
+/// rather than a panic, for callers that retry or tolerate failures.
+fn try_get(addr: SocketAddr) -> io::Result<String> {
+    let stream = TcpStream::connect_timeout(&addr, WAIT)?;
+    stream.set_read_timeout(Some(WAIT))?;
+    stream.set_write_timeout(Some(WAIT))?;
+    exchange(&stream, GET_CLOSE)
+}
+
+/// A connection that got a 200 on it, so the worker has surely accepted it.
+fn served_connection(addr: SocketAddr) -> TcpStream {
+    let stream = connect(addr);
+    let status = exchange(&stream, GET).expect("a first request");
+    assert_eq!(status, OK);
+    stream
+}
+
+/// Writes `count` pipelined GETs on `stream` from a thread, in batches, until
+/// done or a write fails (which is expected when the server drops us).
+/// `written` counts the requests in completed batches; the thread returns it.
+fn flood(stream: TcpStream, count: usize, written: Arc<AtomicUsize>) -> JoinHandle<usize> {
+    const BATCH: usize = 1000;
+    thread::spawn(move || {
+        let batch = GET.repeat(BATCH);
+        let mut stream = stream;
+        while written.load(Ordering::Relaxed) < count {
+            let n = BATCH.min(count - written.load(Ordering::Relaxed));
+            if stream.write_all(&batch[..n * GET.len()]).is_err() {
+                break;
+            }
+            written.fetch_add(n, Ordering::Relaxed);
+        }
+        written.load(Ordering::Relaxed)
+    })
+}
+
+/// How a connection ended, as the client saw it.
+#[derive(Debug, PartialEq, Eq)]
+enum Closed {
+    Eof,
+    Reset,
+}
+
+fn is_reset(e: &io::Error) -> bool {
+    matches!(e.kind(), ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted | ErrorKind::BrokenPipe)
+}
+
+/// Waits (bounded) for the server to close `stream` without sending a byte,
+/// writing one byte of `trickle` (if any is left) every 300 ms meanwhile.
+fn await_close(mut stream: &TcpStream, mut trickle: impl Iterator<Item = u8>) -> Closed {
+    stream.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+    let deadline = Instant::now() + WAIT;
+    let mut buf = [0u8; 1024];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return Closed::Eof,
+            Ok(n) => {
+                panic!("expected a close without an answer, got {:?}", String::from_utf8_lossy(&buf[..n]))
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(e) if is_reset(&e) => return Closed::Reset,
+            Err(e) => panic!("reading: {e}"),
+        }
+        assert!(Instant::now() < deadline, "the connection was not closed within {WAIT:?}");
+        if let Some(byte) = trickle.next() {
+            match stream.write_all(&[byte]) {
+                Ok(()) => {}
+                Err(e) if is_reset(&e) => return Closed::Reset,
+                Err(e) => panic!("writing: {e}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn header_timeout_closes_a_trickling_client() {
+    let server = Server::percore(&["--header-timeout", "1"]);
+    let stream = connect(server.addr());
+    (&stream).write_all(b"GET / HTTP/1.1\r\n").unwrap();
+    // A header line that never ends: the head is never complete.
+    let trickle = b"X-Slow: ".iter().copied().chain(std::iter::repeat(b'a'));
+    await_close(&stream, trickle);
+}
+
+#[test]
+fn header_timeout_closes_a_client_gone_silent_mid_head() {
+    let server = Server::percore(&["--header-timeout", "1"]);
+    let stream = connect(server.addr());
+    (&stream).write_all(b"GET / HTTP/1.1\r\nHost: a\r\n").unwrap();
+    await_close(&stream, std::iter::empty());
+}
+
+#[test]
+fn keepalive_timeout_closes_an_idle_connection() {
+    let server = Server::percore(&["--keepalive-timeout", "1"]);
+    let stream = served_connection(server.addr());
+    assert_eq!(await_close(&stream, std::iter::empty()), Closed::Eof);
+}
+
+#[test]
+fn send_timeout_drops_a_client_that_never_reads() {
+    let (server, worker) = one_worker(&["--send-timeout", "1"]);
+    let baseline = idle_fd_count(&server, worker);
+    let stream = served_connection(server.addr());
+    let writer = flood(stream.try_clone().unwrap(), 200_000, Arc::default());
+    // `stream` stays open (and unread) until the server has dropped it, so only
+    // the send timeout can have closed the worker's end.
+    assert_fds_back(worker, baseline, "after the send timeout");
+    drop(stream);
+    // Bounded: the write timeout (util::connect) ends a write the server never takes.
+    writer.join().expect("the writer thread");
+}
+
+#[test]
+fn max_conns_queues_connections_over_the_limit() {
+    const LIMIT: usize = 100;
+    const QUEUED: usize = 200;
+    let (server, _) = one_worker(&["--max-conns", "100"]);
+    let addr = server.addr();
+    let first: Vec<TcpStream> = (0..LIMIT).map(|_| served_connection(addr)).collect();
+    // They ask to close after their answer, so each frees its slot for the next.
+    let (tx, rx) = mpsc::channel();
+    let queued: Vec<JoinHandle<()>> = (0..QUEUED)
+        .map(|i| {
+            let tx = tx.clone();
+            thread::spawn(move || {
+                let _ = tx.send((i, try_get(addr)));
+            })
+        })
+        .collect();
+    drop(tx);
+    for (i, stream) in first.iter().enumerate() {
+        assert_eq!(exchange(stream, GET).unwrap_or_else(|e| panic!("connection {i}: {e}")), OK);
+    }
+    // At the limit the worker accepts nothing more, so nothing queued is answered yet.
+    if let Ok((i, result)) = rx.try_recv() {
+        panic!("queued connection {i} got {result:?} while {LIMIT} connections were open");
+    }
+    drop(first);
+    let deadline = Instant::now() + WAIT;
+    for _ in 0..QUEUED {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let (i, result) = rx.recv_timeout(left).expect("every queued connection answered in time");
+        assert_eq!(result.unwrap_or_else(|e| panic!("queued connection {i}: {e}")), OK);
+    }
+    for thread in queued {
+        thread.join().expect("a queued client thread");
+    }
+}
+
+#[test]
+fn survives_running_out_of_descriptors() {
+    let server = Server::percore_via(&["prlimit", "--nofile=64:64"], &["--workers", "1"]);
+    let worker = worker_pid(&server);
+    let addr = server.addr();
+    // Far more than 64 descriptors' worth. Those the server cannot take may be
+    // refused, reset or closed: every error here is tolerated.
+    let flood: Vec<TcpStream> = (0..200)
+        .filter_map(|_| TcpStream::connect_timeout(&addr, WAIT).ok())
+        .inspect(|stream| {
+            let _ = stream.set_read_timeout(Some(WAIT));
+            let _ = (&*stream).write_all(GET);
+        })
+        .collect();
+    // The first is surely taken: the server keeps its connection count below the
+    // descriptor limit (and queues the rest), or refuses at EMFILE after that.
+    let first = flood.first().expect("at least one connection");
+    assert_eq!(read_response(&mut BufReader::new(first)).expect("an answer on the first connection"), OK);
+    drop(flood);
+    // The closed connections still queued are worked off before a new one.
+    let answered = wait_until(WAIT, || matches!(try_get(addr).as_deref(), Ok(OK)));
+    assert!(answered, "no 200 on a fresh connection within {WAIT:?}");
+    assert!(is_running(server.pid()), "the master died");
+    assert!(is_running(worker), "the worker died");
+    assert_eq!(worker_lines(&server.stderr()).len(), 1, "the worker was restarted:\n{}", server.stderr());
+}
+
+#[test]
+fn peer_reset_mid_response_frees_the_connection() {
+    let (server, worker) = one_worker(&[]);
+    let baseline = idle_fd_count(&server, worker);
+    for _ in 0..3 {
+        let stream = served_connection(server.addr());
+        // As much of 10,000 pipelined GETs as the socket takes without blocking.
+        stream.set_nonblocking(true).unwrap();
+        let requests = GET.repeat(10_000);
+        let mut sent = 0;
+        while let Ok(n) = (&stream).write(&requests[sent..]) {
+            sent += n;
+            if sent == requests.len() {
+                break;
+            }
+        }
+        // Closing with answers unread makes the kernel send a reset, not a FIN:
+        // wait until answers are there.
+        stream.set_nonblocking(false).unwrap();
+        stream.peek(&mut [0u8; 1]).expect("answers to the pipelined requests");
+        drop(stream);
+    }
+    assert_eq!(try_get(server.addr()).expect("a request after the resets"), OK);
+    assert_fds_back(worker, baseline, "after the resets");
+}
+
+/// Raises this process's soft open-file limit to its hard limit, which must
+/// allow `needed` descriptors.
+fn raise_fd_limit(needed: u64) {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit and setrlimit only read and write the struct given.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit), 0, "getrlimit");
+        limit.rlim_cur = limit.rlim_max;
+        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &limit), 0, "setrlimit");
+    }
+    assert!(
+        limit.rlim_max >= needed,
+        "this test needs an open-file limit of {needed}, the hard limit is {}",
+        limit.rlim_max
+    );
+}
+
+#[test]
+fn ten_thousand_idle_connections_leak_no_slot() {
+    const CONNECTIONS: usize = 10_000;
+    const THREADS: usize = 4;
+    // Ours and the worker's (inherited), with room for the other tests.
+    raise_fd_limit(CONNECTIONS as u64 + 1024);
+    // No idle timeout: however slowly they open, all must still be open at the end.
+    let (server, worker) = one_worker(&["--keepalive-timeout", "0"]);
+    let baseline = idle_fd_count(&server, worker);
+    let addr = server.addr();
+    let openers: Vec<JoinHandle<Vec<TcpStream>>> = (0..THREADS)
+        .map(|_| thread::spawn(move || (0..CONNECTIONS / THREADS).map(|_| served_connection(addr)).collect()))
+        .collect();
+    let open: Vec<TcpStream> =
+        openers.into_iter().flat_map(|t| t.join().expect("an opener thread")).collect();
+    assert_eq!(try_get(addr).expect("a request with 10,000 connections open"), OK);
+    let open_fds = fd_count(worker);
+    assert!(
+        open_fds >= baseline + CONNECTIONS,
+        "{open_fds} descriptors with {CONNECTIONS} open, baseline {baseline}"
+    );
+    eprintln!("worker VmRSS with {CONNECTIONS} idle connections: {} KiB", vm_rss_kib(worker));
+    drop(open);
+    assert_fds_back(worker, baseline, "after closing 10,000 connections");
+}
+
+#[test]
+fn slow_reader_cannot_grow_the_worker() {
+    const REQUESTS: usize = 100_000;
+    const RSS_BOUND_KIB: u64 = 64 * 1024;
+    let (server, worker) = one_worker(&[]);
+    let stream = connect(server.addr());
+    // Long enough for the pause below: the writer blocks until we read.
+    stream.set_write_timeout(Some(WAIT)).unwrap();
+    let written = Arc::new(AtomicUsize::new(0));
+    let writer = flood(stream.try_clone().unwrap(), REQUESTS, Arc::clone(&written));
+    // Not reading until the writer is done or stuck (no progress in 500 ms),
+    // at most a few seconds; meanwhile the worker's memory must stay bounded.
+    let mut peak = 0;
+    let mut last = (usize::MAX, Instant::now());
+    wait_until(Duration::from_secs(5), || {
+        peak = peak.max(vm_rss_kib(worker));
+        let now = written.load(Ordering::Relaxed);
+        if now != last.0 {
+            last = (now, Instant::now());
+        }
+        writer.is_finished() || last.1.elapsed() > Duration::from_millis(500)
+    });
+    eprintln!("worker VmRSS peak while not reading: {peak} KiB; {} requests written", last.0);
+    assert!(peak < RSS_BOUND_KIB, "worker VmRSS reached {peak} KiB (bound {RSS_BOUND_KIB} KiB)");
+    // The writer goes on as we read; every request gets its 200, in order.
+    let mut reader = BufReader::with_capacity(64 * 1024, &stream);
+    for i in 0..REQUESTS {
+        let status = read_response(&mut reader).unwrap_or_else(|e| panic!("response {i}: {e}"));
+        assert_eq!(status, OK, "response {i}");
+    }
+    assert_eq!(writer.join().expect("the writer thread"), REQUESTS, "requests written");
+}
