@@ -11,9 +11,9 @@ pub struct Config {
     /// Connections open at once; at the limit the loop stops accepting (the kernel
     /// keeps queueing) until one closes.
     pub max_connections: usize,
-    /// Seconds a request may take to arrive, from its first byte to its last,
-    /// however slowly the bytes trickle in (slowloris); then the connection is
-    /// closed without an answer.
+    /// Seconds a request head may take to arrive, from its first byte, however
+    /// slowly the bytes trickle in (slowloris), and the longest a body may stall;
+    /// then the connection is closed without an answer.
     pub request_timeout: u32,
     /// Seconds an idle connection (nothing received, nothing to send) stays open.
     pub idle_timeout: u32,
@@ -41,8 +41,10 @@ pub(crate) enum Timer {
 
 impl<S> Connection<S> {
     /// Sets the deadline for the state the connection is now in. A request's
-    /// deadline runs from its first byte; the send deadline from the peer's latest
-    /// progress; the idle deadline from the latest activity.
+    /// deadline runs from its first byte until the protocol consumes some of it (a
+    /// head, or part of a body): bytes that trickle in without completing anything do
+    /// not extend it. The send deadline runs from the peer's latest progress, the
+    /// idle deadline from the latest activity.
     pub(crate) fn rearm(&mut self, now: u32, config: &Config, mid_request: bool) {
         let (timer, seconds) = match self.phase {
             Phase::Lingering => (Timer::Linger, LINGER_SECS),
@@ -51,7 +53,8 @@ impl<S> Connection<S> {
             _ => (Timer::Idle, config.idle_timeout),
         };
         let keep = match timer {
-            Timer::Request | Timer::Linger => self.timer == timer,
+            Timer::Request => self.timer == timer && !std::mem::take(&mut self.input_progressed),
+            Timer::Linger => self.timer == timer,
             Timer::Send => self.timer == timer && !std::mem::take(&mut self.output_progressed),
             Timer::Idle => false,
         };

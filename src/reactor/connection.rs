@@ -41,6 +41,8 @@ pub(crate) struct Connection<S> {
     pub(crate) timer: Timer,
     /// The peer took some of our output since the last `rearm`.
     pub(crate) output_progressed: bool,
+    /// The protocol consumed some input since the last `rearm`.
+    pub(crate) input_progressed: bool,
 }
 
 impl<S: Default> Connection<S> {
@@ -57,6 +59,7 @@ impl<S: Default> Connection<S> {
             deadline: 0,
             timer: Timer::Idle,
             output_progressed: false,
+            input_progressed: false,
         }
     }
 }

@@ -4,7 +4,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 
 use super::connection::{Connection, Phase};
-use super::{Protocol, OUTPUT_CAP, READS_PER_WAKE};
+use super::{Closed, Protocol, OUTPUT_CAP, READS_PER_WAKE};
 use crate::sys;
 
 /// What to do with a connection after some work on it.
@@ -15,8 +15,8 @@ pub(crate) enum Next {
     Again,
     /// Its phase may have changed: close, linger, or keep waiting.
     Settle,
-    /// The socket failed: close at once.
-    Drop,
+    /// Close at once, for this reason.
+    Close(Closed),
 }
 
 /// Reads within the wake-up's budget, hands the input to the protocol and sends its
@@ -35,40 +35,19 @@ pub(crate) fn read_and_answer<P: Protocol>(
         }
         let n = match sys::recv(conn.fd.as_raw_fd(), read_buffer) {
             Ok(0) => {
-                // The peer is done sending; an incomplete request can never complete.
-                conn.pending_input = Vec::new();
+                // The peer is done sending: what it sent last is kept for the
+                // protocol's on_close (a response delimited by the end of stream).
                 conn.read_closed = true;
                 conn.phase = Phase::Closing { linger: false };
                 return Next::Settle;
             }
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Next::Wait,
-            Err(_) => return Next::Drop,
+            Err(e) => return Next::Close(Closed::ReadFailed(e.kind())),
         };
-        let fresh = &read_buffer[..n];
-        let from_pending = !conn.pending_input.is_empty();
-        if from_pending {
-            conn.pending_input.extend_from_slice(fresh);
-        }
-        let input: &[u8] = if from_pending { &conn.pending_input } else { fresh };
-        output.clear();
-        let verdict = protocol.on_data(&mut conn.state, input, output);
-        let consumed = verdict.consumed.min(input.len());
-        if verdict.keep_open {
-            conn.keep_input(from_pending, fresh, consumed);
-        } else {
-            // Bytes beyond the last answer, or a request still arriving: the peer may
-            // go on sending, and closing on unread input would reset the connection
-            // and could destroy our answer before the peer reads it.
-            let linger = consumed < input.len() || P::mid_request(&conn.state);
-            conn.pending_input = Vec::new();
-            conn.phase = Phase::Closing { linger };
-        }
-        if conn.send(output).is_err() {
-            return Next::Drop;
-        }
-        if conn.phase != Phase::Open {
-            return Next::Settle;
+        match answer(conn, protocol, &read_buffer[..n], output) {
+            Next::Wait => {}
+            next => return next,
         }
         if n < read_buffer.len() && !conn.read_closed {
             return Next::Wait;
@@ -81,11 +60,49 @@ pub(crate) fn read_and_answer<P: Protocol>(
 pub(crate) fn discard_input<S>(conn: &mut Connection<S>, read_buffer: &mut [u8]) -> Next {
     for _ in 0..READS_PER_WAKE {
         match sys::recv(conn.fd.as_raw_fd(), read_buffer) {
-            Ok(0) => return Next::Drop,
+            Ok(0) => return Next::Close(Closed::Done),
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Next::Wait,
-            Err(_) => return Next::Drop,
+            Err(_) => return Next::Close(Closed::Done),
         }
     }
     Next::Again
+}
+
+/// Hands the protocol its input (`fresh`, after what is pending) and sends its
+/// answer. `Wait` means the connection stays open and can take more input.
+pub(crate) fn answer<P: Protocol>(
+    conn: &mut Connection<P::Conn>,
+    protocol: &mut P,
+    fresh: &[u8],
+    output: &mut Vec<u8>,
+) -> Next {
+    let from_pending = !conn.pending_input.is_empty();
+    if from_pending {
+        conn.pending_input.extend_from_slice(fresh);
+    }
+    let input: &[u8] = if from_pending { &conn.pending_input } else { fresh };
+    output.clear();
+    let verdict = protocol.on_data(&mut conn.state, input, output);
+    let consumed = verdict.consumed.min(input.len());
+    if verdict.keep_open {
+        conn.keep_input(from_pending, fresh, consumed);
+    } else {
+        // Bytes beyond the last answer, or a request still arriving: the peer may
+        // go on sending, and closing on unread input would reset the connection
+        // and could destroy our answer before the peer reads it.
+        let linger = consumed < input.len() || P::mid_request(&conn.state);
+        conn.pending_input = Vec::new();
+        conn.phase = Phase::Closing { linger };
+    }
+    if consumed > 0 {
+        conn.input_progressed = true;
+    }
+    if let Err(e) = conn.send(output) {
+        return Next::Close(Closed::WriteFailed(e.kind()));
+    }
+    if conn.phase != Phase::Open {
+        return Next::Settle;
+    }
+    Next::Wait
 }

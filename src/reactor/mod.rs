@@ -8,6 +8,8 @@
 //! served again after the rest of the batch, so one pipelining client cannot starve
 //! the others.
 
+mod accept;
+mod client;
 mod clock;
 mod config;
 mod connection;
@@ -16,12 +18,12 @@ mod protocol;
 mod slab;
 
 pub use config::Config;
-pub use protocol::{Counts, Protocol, Verdict};
+pub use protocol::{Closed, ConnId, Counts, Protocol, Verdict};
 
 use std::fs::File;
 use std::io as stdio;
 use std::net::TcpListener;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, SystemTime};
 
 use crate::sys::{self, Epoll, Event};
@@ -64,11 +66,12 @@ pub struct Stats {
     pub open: usize,
 }
 
-/// A single-threaded event loop serving protocol `P` on one listener.
+/// A single-threaded event loop serving protocol `P` on one listener, or (made with
+/// [`Reactor::client`]) on connections it opens itself.
 #[derive(Debug)]
 pub struct Reactor<P: Protocol> {
     epoll: Epoll,
-    listener: TcpListener,
+    listener: Option<TcpListener>,
     /// A descriptor held back to be closed when accept fails with `EMFILE`, so the
     /// connection at the head of the queue can be accepted and closed instead of
     /// staying queued with no new edge to wake us.
@@ -93,12 +96,20 @@ impl<P: Protocol> Reactor<P> {
     /// Creates a loop that will accept on `listener` and serve `protocol`.
     pub fn new(listener: TcpListener, protocol: P, config: Config) -> stdio::Result<Reactor<P>> {
         listener.set_nonblocking(true)?;
-        let epoll = Epoll::new()?;
-        epoll.add(listener.as_raw_fd(), sys::INTEREST_READ, LISTENER)?;
+        let mut reactor = Reactor::client(protocol, config)?;
+        reactor.epoll.add(listener.as_raw_fd(), sys::INTEREST_READ, LISTENER)?;
+        reactor.listener = Some(listener);
+        reactor.reserve_fd = open_reserve();
+        Ok(reactor)
+    }
+
+    /// Creates a loop with no listener, for connections opened with
+    /// [`connect`](Reactor::connect): the client side.
+    pub fn client(protocol: P, config: Config) -> stdio::Result<Reactor<P>> {
         Ok(Reactor {
-            epoll,
-            listener,
-            reserve_fd: open_reserve(),
+            epoll: Epoll::new()?,
+            listener: None,
+            reserve_fd: None,
             connections: Slab::new(),
             protocol,
             read_buffer: vec![0; READ_BUFFER].into_boxed_slice(),
@@ -128,10 +139,12 @@ impl<P: Protocol> Reactor<P> {
             return;
         }
         // The listener stays open (the master holds it); it is only no longer watched.
-        let _ = self.epoll.delete(self.listener.as_raw_fd());
+        if let Some(listener) = &self.listener {
+            let _ = self.epoll.delete(listener.as_raw_fd());
+        }
         self.protocol.on_drain();
         self.drain_deadline = Some(self.clock.now().saturating_add(timeout.as_secs().max(1) as u32));
-        self.connections.remove_if(Connection::is_idle);
+        self.close_where(Connection::is_idle, Closed::Done);
     }
 
     /// Whether [`drain`](Reactor::drain) was called.
@@ -149,20 +162,28 @@ impl<P: Protocol> Reactor<P> {
         &self.protocol
     }
 
+    /// The protocol being served, to change its state between turns of the loop.
+    pub fn protocol_mut(&mut self) -> &mut P {
+        &mut self.protocol
+    }
+
     /// Runs the loop until the watched descriptor is readable or a drain finished;
     /// without either it runs until epoll itself fails.
     pub fn run(&mut self) -> stdio::Result<Wake> {
         self.protocol.on_tick(SystemTime::now());
         loop {
-            if let Some(wake) = self.turn()? {
+            if let Some(wake) = self.turn(Duration::MAX)? {
                 return Ok(wake);
             }
         }
     }
 
-    /// One wait for events and the work they bring.
-    fn turn(&mut self) -> stdio::Result<Option<Wake>> {
-        let timeout = if self.again.is_empty() { self.clock.ms_to_next_second() } else { 0 };
+    /// One turn of the loop: waits at most `max_wait` for events (less at the turn
+    /// of a second, for the tick), and does the work they bring. For a caller that
+    /// drives the loop itself, such as a client sending on a schedule.
+    pub fn turn(&mut self, max_wait: Duration) -> stdio::Result<Option<Wake>> {
+        let max_ms = max_wait.as_millis().min(i32::MAX as u128) as i32;
+        let timeout = if self.again.is_empty() { self.clock.ms_to_next_second().min(max_ms) } else { 0 };
         let mut events = std::mem::take(&mut self.events);
         self.epoll.wait(&mut events, timeout)?;
         let mut control = false;
@@ -193,55 +214,6 @@ impl<P: Protocol> Reactor<P> {
         Ok(control.then_some(Wake::Control))
     }
 
-    fn accept_all(&mut self) {
-        loop {
-            if self.connections.len() >= self.config.max_connections {
-                self.accept_paused = true;
-                return;
-            }
-            match sys::accept(self.listener.as_raw_fd()) {
-                Ok(fd) => {
-                    self.stats.accepted += 1;
-                    self.register(fd);
-                }
-                Err(e) if e.kind() == stdio::ErrorKind::WouldBlock => return,
-                Err(e) if is_out_of_fds(&e) => {
-                    if !self.refuse_one() {
-                        return;
-                    }
-                }
-                // The connection at the head of the queue failed (ECONNABORTED,
-                // EPROTO, ...); the next one is still there.
-                Err(_) => {}
-            }
-        }
-    }
-
-    /// Serves a new connection's first request at once (a listener with
-    /// `TCP_DEFER_ACCEPT` hands over connections with their request already in), then
-    /// registers it, unless it is already closed: a new connection per request then
-    /// costs accept, recv, send and close, and no `epoll_ctl`. Registering after the
-    /// read loses no edge: `EPOLL_CTL_ADD` reports the readiness the socket has then.
-    fn register(&mut self, fd: OwnedFd) {
-        let token = self.connections.insert(Connection::new(fd));
-        self.drive(token, true);
-        let Some(conn) = self.connections.get_mut(token) else { return };
-        if self.epoll.add(conn.fd.as_raw_fd(), sys::INTEREST_CONNECTION, token.0).is_err() {
-            self.connections.remove(token);
-        }
-    }
-
-    /// Out of descriptors: frees the reserve, accepts and closes the connection at the
-    /// head of the queue, takes the reserve back. Returns whether that made progress.
-    fn refuse_one(&mut self) -> bool {
-        if self.reserve_fd.take().is_none() {
-            return false;
-        }
-        let refused = sys::accept(self.listener.as_raw_fd()).is_ok();
-        self.reserve_fd = open_reserve();
-        refused
-    }
-
     fn on_connection_event(&mut self, token: Token, event: &Event) {
         // A connection closed earlier in this batch has a retired token: skip it.
         let Some(conn) = self.connections.get_mut(token) else { return };
@@ -254,8 +226,10 @@ impl<P: Protocol> Reactor<P> {
     /// Moves a connection forward: flushes its output, then reads and answers.
     fn drive(&mut self, token: Token, readable: bool) {
         let Some(conn) = self.connections.get_mut(token) else { return };
-        if conn.unsent() > 0 && conn.flush().is_err() {
-            return self.finish(token, Next::Drop);
+        if conn.unsent() > 0 {
+            if let Err(e) = conn.flush() {
+                return self.finish(token, Next::Close(Closed::WriteFailed(e.kind())));
+            }
         }
         let next = match conn.phase {
             Phase::Closing { .. } => Next::Settle,
@@ -282,10 +256,7 @@ impl<P: Protocol> Reactor<P> {
                 self.rearm(token);
                 self.again.push(token);
             }
-            Next::Drop => {
-                self.stats.errors += 1;
-                self.connections.remove(token);
-            }
+            Next::Close(closed) => self.close(token, closed),
             Next::Settle => self.settle(token),
         }
     }
@@ -299,7 +270,23 @@ impl<P: Protocol> Reactor<P> {
 
     fn close_if_idle(&mut self, token: Token) {
         if self.connections.get_mut(token).is_some_and(|conn| conn.is_idle()) {
-            self.connections.remove(token);
+            self.close(token, Closed::Done);
+        }
+    }
+
+    /// The one way a connection leaves the loop: the protocol hears of it, and the
+    /// socket is closed when the connection drops.
+    fn close(&mut self, token: Token, closed: Closed) {
+        let Some(mut conn) = self.connections.remove(token) else { return };
+        if matches!(closed, Closed::ReadFailed(_) | Closed::WriteFailed(_)) {
+            self.stats.errors += 1;
+        }
+        self.protocol.on_close(&mut conn.state, closed, &conn.pending_input);
+    }
+
+    fn close_where(&mut self, matches: impl FnMut(&Connection<P::Conn>) -> bool, closed: Closed) {
+        for token in self.connections.tokens_where(matches) {
+            self.close(token, closed);
         }
     }
 
@@ -316,22 +303,19 @@ impl<P: Protocol> Reactor<P> {
             let next = discard_input(conn, &mut self.read_buffer);
             return self.finish(token, next);
         }
-        self.connections.remove(token);
+        let closed = if conn.read_closed { Closed::ByPeer } else { Closed::Done };
+        self.close(token, closed);
     }
 
     fn close_expired(&mut self) {
         let now = self.clock.now();
         if self.drain_deadline.is_some_and(|deadline| deadline <= now) {
-            return self.connections.remove_if(|_| true);
+            return self.close_where(|_| true, Closed::TimedOut);
         }
-        self.connections.remove_if(|conn| conn.deadline != 0 && conn.deadline <= now);
+        self.close_where(|conn| conn.deadline != 0 && conn.deadline <= now, Closed::TimedOut);
     }
 }
 
 fn open_reserve() -> Option<File> {
     File::open("/dev/null").ok()
-}
-
-fn is_out_of_fds(e: &stdio::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
 }

@@ -1,5 +1,6 @@
 //! The contract between the loop and what it serves: bytes in, bytes out, a verdict.
 
+use std::io;
 use std::time::SystemTime;
 
 /// What the loop should do after [`Protocol::on_data`].
@@ -25,6 +26,26 @@ impl Verdict {
     }
 }
 
+/// Names one connection of a loop, for [`Reactor::wake`](super::Reactor::wake); a
+/// closed connection's id never names a later one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ConnId(pub(crate) u64);
+
+/// How a connection ended, as told to [`Protocol::on_close`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Closed {
+    /// The protocol said close, a graceful stop closed it, or it lingered to its end.
+    Done,
+    /// The peer closed it: end of stream.
+    ByPeer,
+    /// One of the loop's timeouts expired.
+    TimedOut,
+    /// Reading failed (a reset, or a connect that was refused).
+    ReadFailed(io::ErrorKind),
+    /// Sending failed.
+    WriteFailed(io::ErrorKind),
+}
+
 /// A protocol served by the loop. It does no I/O: the loop reads, calls
 /// [`on_data`](Protocol::on_data) with every byte not yet consumed, and sends what it
 /// appended to `out` in one `send`, after the output of earlier calls.
@@ -39,6 +60,15 @@ pub trait Protocol {
     /// Handles `input`: every byte received and not yet consumed, oldest first.
     /// Appends the response bytes to `out` and says how much input it used.
     fn on_data(&mut self, conn: &mut Self::Conn, input: &[u8], out: &mut Vec<u8>) -> Verdict;
+
+    /// A connection the loop opened with [`Reactor::connect`](super::Reactor::connect):
+    /// what is appended to `out` is sent once the connection is established. Servers
+    /// never see this.
+    fn on_open(&mut self, _id: ConnId, _conn: &mut Self::Conn, _out: &mut Vec<u8>) {}
+
+    /// A connection is gone. `unconsumed` is the input the protocol left unconsumed
+    /// (after [`Closed::ByPeer`], a response delimited by the end of the stream).
+    fn on_close(&mut self, _conn: &mut Self::Conn, _closed: Closed, _unconsumed: &[u8]) {}
 
     /// Whether `conn` is in the middle of a request although no input is pending
     /// (HTTP: skipping a body). The loop then holds it to the request timeout, not

@@ -81,14 +81,11 @@ impl<T> Slab<T> {
         Some(value)
     }
 
-    /// Removes every value for which `expired` is true.
-    pub(crate) fn remove_if(&mut self, mut expired: impl FnMut(&T) -> bool) {
-        for index in 0..self.slots.len() {
-            let slot = &self.slots[index];
-            if slot.value.as_ref().is_some_and(&mut expired) {
-                self.remove(Token::new(index as u32, slot.generation));
-            }
-        }
+    /// Tokens of the values for which `matches` is true.
+    pub(crate) fn tokens_where(&self, mut matches: impl FnMut(&T) -> bool) -> Vec<Token> {
+        let held =
+            self.slots.iter().enumerate().filter(|(_, slot)| slot.value.as_ref().is_some_and(&mut matches));
+        held.map(|(index, slot)| Token::new(index as u32, slot.generation)).collect()
     }
 }
 
@@ -114,11 +111,12 @@ mod tests {
         let mut slab = Slab::new();
         let tokens: Vec<_> = (0..100).map(|i| slab.insert(i)).collect();
         slab.remove(tokens[0]);
-        slab.remove_if(|&value| value % 2 == 1);
-        assert_eq!(slab.len(), 49);
-        assert_eq!(slab.get_mut(tokens[2]), Some(&mut 2));
-        assert_eq!(slab.get_mut(tokens[3]), None);
-        slab.remove_if(|_| true);
+        let odd = slab.tokens_where(|&value| value % 2 == 1);
+        assert_eq!(odd.len(), 50);
+        assert_eq!(odd[0], tokens[1]);
+        for token in slab.tokens_where(|_| true) {
+            slab.remove(token);
+        }
         assert_eq!(slab.len(), 0);
         for i in 0..100 {
             slab.insert(i);

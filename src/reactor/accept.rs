@@ -1,0 +1,65 @@
+//! Accepting: drained to `EAGAIN`, bounded by `max_connections`, and safe when the
+//! process runs out of descriptors.
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+
+use super::connection::Connection;
+use super::{open_reserve, Closed, Protocol, Reactor};
+use crate::sys;
+
+impl<P: Protocol> Reactor<P> {
+    pub(super) fn accept_all(&mut self) {
+        let Some(listener) = self.listener.as_ref().map(AsRawFd::as_raw_fd) else { return };
+        loop {
+            if self.connections.len() >= self.config.max_connections {
+                self.accept_paused = true;
+                return;
+            }
+            match sys::accept(listener) {
+                Ok(fd) => {
+                    self.stats.accepted += 1;
+                    self.register(fd);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if is_out_of_fds(&e) => {
+                    if !self.refuse_one(listener) {
+                        return;
+                    }
+                }
+                // The connection at the head of the queue failed (ECONNABORTED,
+                // EPROTO, ...); the next one is still there.
+                Err(_) => {}
+            }
+        }
+    }
+
+    /// Serves a new connection's first request at once (a listener with
+    /// `TCP_DEFER_ACCEPT` hands over connections with their request already in), then
+    /// registers it, unless it is already closed: a new connection per request then
+    /// costs accept, recv, send and close, and no `epoll_ctl`. Registering after the
+    /// read loses no edge: `EPOLL_CTL_ADD` reports the readiness the socket has then.
+    fn register(&mut self, fd: OwnedFd) {
+        let token = self.connections.insert(Connection::new(fd));
+        self.drive(token, true);
+        let Some(conn) = self.connections.get_mut(token) else { return };
+        if let Err(e) = self.epoll.add(conn.fd.as_raw_fd(), sys::INTEREST_CONNECTION, token.0) {
+            self.close(token, Closed::ReadFailed(e.kind()));
+        }
+    }
+
+    /// Out of descriptors: frees the reserve, accepts and closes the connection at the
+    /// head of the queue, takes the reserve back. Returns whether that made progress.
+    fn refuse_one(&mut self, listener: RawFd) -> bool {
+        if self.reserve_fd.take().is_none() {
+            return false;
+        }
+        let refused = sys::accept(listener).is_ok();
+        self.reserve_fd = open_reserve();
+        refused
+    }
+}
+
+fn is_out_of_fds(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+}
