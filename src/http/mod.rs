@@ -1,11 +1,13 @@
 //! HTTP/1.1, without I/O: the request parse, prebuilt responses, and [`Hello`], the
 //! protocol that answers every request with one prebuilt response.
 
+mod client;
 mod hello;
 mod parse;
 mod response;
 mod syntax;
 
+pub use client::{parse_response, BodyKind, ResponseError, ResponseHead};
 pub use hello::{Hello, HelloConfig, HelloConn};
 pub use parse::{parse, Error, Limits, Method, Progress, Request, Status, Version};
 pub use response::{http_date, Response, Variants, DATE_LEN};
