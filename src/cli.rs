@@ -20,6 +20,92 @@ pub enum Command {
     Serve(ServeArgs),
     /// Compare the kernel settings of sysctl.conf with the live ones (changes nothing).
     Tune,
+    /// Load an HTTP server and report throughput, errors and the latency
+    /// distribution, like wrk and ab together, on percore's own loop.
+    Bench(BenchArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// The URL to load: http://HOST[:PORT][/PATH]
+    pub url: String,
+
+    /// Connections open at once, over all threads.
+    #[arg(short = 'c', long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    pub connections: u64,
+
+    /// How long to run: 10s, 1m, 500ms [default: 10s unless -n is given].
+    #[arg(short = 'd', long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "requests")]
+    pub duration: Option<std::time::Duration>,
+
+    /// Stop after this many requests.
+    #[arg(short = 'n', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub requests: Option<u64>,
+
+    /// Threads, each one pinned loop [default: one per CPU of --cpus, or of the
+    /// CPUs this process may run on].
+    #[arg(short = 't', long, value_name = "N")]
+    pub threads: Option<usize>,
+
+    /// CPUs for the threads, in taskset's syntax.
+    #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
+    pub cpus: Option<CpuList>,
+
+    /// Do not pin threads to their CPUs.
+    #[arg(long)]
+    pub no_pin: bool,
+
+    /// Requests in flight per connection (HTTP pipelining).
+    #[arg(long, value_name = "DEPTH", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub pipeline: u64,
+
+    /// A new connection per request, HTTP/1.0 without keep-alive (as ab without -k).
+    #[arg(long, conflicts_with = "pipeline")]
+    pub close: bool,
+
+    /// A fixed total rate, requests per second; each latency counts from when its
+    /// request was due, so a stalled server shows in the tail.
+    #[arg(long, value_name = "R", value_parser = parse_rate, conflicts_with = "pipeline")]
+    pub rate: Option<f64>,
+
+    /// An extra request header, 'Name: value' (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+
+    /// Request method.
+    #[arg(long, default_value = "GET")]
+    pub method: String,
+
+    /// Seconds a request may wait for its response before it counts as a timeout.
+    #[arg(long, value_name = "SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout: u64,
+
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `10s`, `1m`, `500ms`, `2h`, or a number of seconds.
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let bad = || format!("{text:?} is not a duration (such as 10s, 1m or 500ms)");
+    let split = text.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number.parse().map_err(|_| bad())?;
+    let seconds = match unit {
+        "" | "s" => number,
+        "ms" => number / 1000.0,
+        "m" => number * 60.0,
+        "h" => number * 3600.0,
+        _ => return Err(bad()),
+    };
+    std::time::Duration::try_from_secs_f64(seconds).ok().filter(|d| !d.is_zero()).ok_or_else(bad)
+}
+
+fn parse_rate(text: &str) -> Result<f64, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|rate| rate.is_finite() && *rate > 0.0)
+        .ok_or_else(|| format!("{text:?} is not a positive rate in requests per second"))
 }
 
 #[derive(Debug, Args)]

@@ -13,6 +13,7 @@ compile_error!("percore is Linux only: it is built on epoll, accept4 and signalf
 
 pub mod http;
 pub mod listen;
+pub mod loadgen;
 pub mod reactor;
 mod sys;
 pub mod worker;

@@ -8,16 +8,18 @@ use percore::http::{Hello, HelloConfig, Limits};
 use percore::reactor::Config;
 use percore::worker::{self, Options, Stopped};
 
+mod bench;
 mod cli;
 mod tune;
 
-use cli::{Cli, Command, ServeArgs};
+use cli::{Cli, Command, CpuList, ServeArgs};
 
 fn main() -> ExitCode {
     let Cli { command } = Cli::parse();
     let result = match command {
         Command::Serve(args) => serve(args),
         Command::Tune => tune::report().map(|()| ExitCode::SUCCESS),
+        Command::Bench(args) => bench::run(args).map(|()| ExitCode::SUCCESS),
     };
     result.unwrap_or_else(|message| {
         eprintln!("percore: {message}");
@@ -25,12 +27,14 @@ fn main() -> ExitCode {
     })
 }
 
+/// The CPU of each worker or thread, or a usage error (exit 2) naming the bad CPU.
+fn plan_cpus(cpus: Option<&CpuList>, count: Option<usize>) -> Vec<usize> {
+    worker::plan(&worker::allowed_cpus(), cpus.map(|list| &list.0[..]), count)
+        .unwrap_or_else(|message| Cli::command().error(clap::error::ErrorKind::InvalidValue, message).exit())
+}
+
 fn serve(args: ServeArgs) -> Result<ExitCode, String> {
-    let cpus =
-        worker::plan(&worker::allowed_cpus(), args.cpus.as_ref().map(|list| &list.0[..]), args.workers)
-            .unwrap_or_else(|message| {
-                Cli::command().error(clap::error::ErrorKind::InvalidValue, message).exit()
-            });
+    let cpus = plan_cpus(args.cpus.as_ref(), args.workers);
     let mut config = HelloConfig {
         content_type: args.content_type,
         limits: Limits { request_line: size(args.max_request_line), head: size(args.max_header_bytes) },

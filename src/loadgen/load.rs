@@ -1,0 +1,202 @@
+//! One load thread's protocol: sends requests on the connections the loop opens,
+//! parses the responses, and measures each one's latency.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::io;
+use std::time::{Duration, Instant};
+
+use super::report::Report;
+use crate::http::{parse_response, Status};
+use crate::reactor::{Closed, ConnId, Protocol, Verdict};
+
+/// What one thread sends and how.
+#[derive(Clone, Debug)]
+pub(crate) struct Plan {
+    /// The request, prebuilt.
+    pub(crate) request: Vec<u8>,
+    /// The method is HEAD: responses have no body.
+    pub(crate) head: bool,
+    /// Requests in flight per connection (keep-alive mode).
+    pub(crate) pipeline: usize,
+    /// One request per connection, then close.
+    pub(crate) close: bool,
+    /// For a fixed rate: when each connection sends.
+    pub(crate) rate: Option<Schedule>,
+}
+
+/// A fixed rate's schedule for one thread.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Schedule {
+    /// Between two requests of one connection.
+    pub(crate) interval: Duration,
+    /// Between the first requests of two connections, so their sends interleave.
+    pub(crate) stagger: Duration,
+}
+
+/// Per-connection state: when each request in flight was due, for its latency.
+#[derive(Debug, Default)]
+pub(crate) struct LoadConn {
+    id: Option<ConnId>,
+    in_flight: VecDeque<Instant>,
+    /// Fixed rate: when the next request is due.
+    next_due: Option<Instant>,
+    answered: u64,
+}
+
+#[derive(Debug)]
+pub(crate) struct Load {
+    plan: Plan,
+    /// Requests this thread may still send.
+    budget: u64,
+    /// Cleared at the end of the run's duration.
+    pub(crate) sending: bool,
+    pub(crate) report: Report,
+    /// Requests sent and not answered (nor lost with their connection).
+    pub(crate) in_flight: u64,
+    /// Connections closed since the driver last replaced them.
+    pub(crate) closed: usize,
+    /// Fixed rate: idle connections by the time their next request is due.
+    pub(crate) due: BinaryHeap<Reverse<(Instant, u64)>>,
+    /// Fixed rate: when the connection opened next is to send its first request.
+    pub(crate) next_start: Instant,
+}
+
+impl Load {
+    pub(crate) fn new(plan: Plan, budget: u64) -> Load {
+        Load {
+            plan,
+            budget,
+            sending: true,
+            report: Report::new(),
+            in_flight: 0,
+            closed: 0,
+            due: BinaryHeap::new(),
+            next_start: Instant::now(),
+        }
+    }
+
+    /// Whether every request this thread may send was sent and answered (or lost).
+    pub(crate) fn finished(&self) -> bool {
+        (self.budget == 0 || !self.sending) && self.in_flight == 0
+    }
+
+    fn may_send(&self) -> bool {
+        self.sending && self.budget > 0
+    }
+
+    fn send(&mut self, conn: &mut LoadConn, due: Instant, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.plan.request);
+        conn.in_flight.push_back(due);
+        self.budget -= 1;
+        self.in_flight += 1;
+    }
+
+    /// Sends what the mode allows: up to the pipeline depth, or (fixed rate) the one
+    /// request whose time has come, late or not; else schedules a wake-up.
+    fn send_more(&mut self, conn: &mut LoadConn, now: Instant, out: &mut Vec<u8>) {
+        let Some(Schedule { interval, .. }) = self.plan.rate else {
+            let depth = if self.plan.close { 1 } else { self.plan.pipeline };
+            while conn.in_flight.len() < depth && self.may_send() && !(self.plan.close && conn.answered > 0) {
+                self.send(conn, now, out);
+            }
+            return;
+        };
+        let (Some(due), Some(id)) = (conn.next_due, conn.id) else { return };
+        if !conn.in_flight.is_empty() || !self.may_send() {
+            return;
+        }
+        if due <= now {
+            // Latency counts from when it was due: a stalled server shows in the tail.
+            self.send(conn, due, out);
+            conn.next_due = Some(due + interval);
+        } else {
+            self.due.push(Reverse((due, id.0)));
+        }
+    }
+
+    /// Counts the requests a connection took with it, by how it ended.
+    fn count_lost(&mut self, conn: &LoadConn, closed: Closed) {
+        let lost = conn.in_flight.len() as u64;
+        self.in_flight -= lost;
+        if lost == 0 {
+            return;
+        }
+        let errors = &mut self.report.errors;
+        let refused = |kind: io::ErrorKind| kind == io::ErrorKind::ConnectionRefused && conn.answered == 0;
+        match closed {
+            Closed::ReadFailed(kind) | Closed::WriteFailed(kind) if refused(kind) => errors.connect += 1,
+            Closed::ReadFailed(_) | Closed::ByPeer => errors.read += lost,
+            Closed::WriteFailed(_) => errors.write += lost,
+            Closed::TimedOut => errors.timeout += lost,
+            // We closed after a `Connection: close` answer: the rest was never served.
+            Closed::Done => {}
+        }
+    }
+
+    fn record(&mut self, conn: &mut LoadConn, status: u16, len: usize, now: Instant) {
+        let due = conn.in_flight.pop_front().unwrap_or(now);
+        self.in_flight -= 1;
+        conn.answered += 1;
+        self.report.requests += 1;
+        self.report.bytes_read += len as u64;
+        if !(200..300).contains(&status) {
+            self.report.non_2xx += 1;
+        }
+        self.report.record_latency(now.saturating_duration_since(due).as_micros() as u64);
+    }
+}
+
+impl Protocol for Load {
+    type Conn = LoadConn;
+
+    fn on_open(&mut self, id: ConnId, conn: &mut LoadConn, out: &mut Vec<u8>) {
+        conn.id = Some(id);
+        if let Some(schedule) = self.plan.rate {
+            conn.next_due = Some(self.next_start);
+            self.next_start += schedule.stagger;
+        }
+        self.send_more(conn, Instant::now(), out);
+    }
+
+    fn on_data(&mut self, conn: &mut LoadConn, input: &[u8], out: &mut Vec<u8>) -> Verdict {
+        let now = Instant::now();
+        let mut at = 0;
+        while at < input.len() {
+            match parse_response(&input[at..], self.plan.head, false) {
+                Ok(Status::Partial) => break,
+                // An interim response (100 Continue): the real one follows.
+                Ok(Status::Complete(response)) if response.status < 200 => at += response.len,
+                Ok(Status::Complete(response)) if !conn.in_flight.is_empty() => {
+                    at += response.len;
+                    self.record(conn, response.status, response.len, now);
+                    if !response.keep_alive || self.plan.close {
+                        return Verdict::close(at);
+                    }
+                }
+                // A response to no request, or one that cannot be framed.
+                Ok(Status::Complete(_)) | Err(_) => {
+                    self.report.errors.parse += 1;
+                    return Verdict::close(input.len());
+                }
+            }
+        }
+        self.send_more(conn, now, out);
+        Verdict::keep(at)
+    }
+
+    fn on_close(&mut self, conn: &mut LoadConn, closed: Closed, unconsumed: &[u8]) {
+        if closed == Closed::ByPeer && !unconsumed.is_empty() && !conn.in_flight.is_empty() {
+            // A response whose body ends with the connection.
+            if let Ok(Status::Complete(response)) = parse_response(unconsumed, self.plan.head, true) {
+                self.record(conn, response.status, response.len, Instant::now());
+            }
+        }
+        self.count_lost(conn, closed);
+        self.closed += 1;
+    }
+
+    fn mid_request(conn: &LoadConn) -> bool {
+        !conn.in_flight.is_empty()
+    }
+}

@@ -1,0 +1,208 @@
+//! `percore bench`: a load generator on percore's own loop. Each thread is pinned
+//! to a CPU and runs one client [`Reactor`]; its protocol sends requests (keep-alive,
+//! pipelined, one connection per request, or on a fixed schedule), parses the
+//! responses, and records each latency in an HDR histogram.
+
+mod load;
+pub mod report;
+mod target;
+
+pub use report::{Errors, Report};
+pub use target::Target;
+
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::reactor::{Config, ConnId, Reactor};
+use load::{Load, Plan, Schedule};
+
+/// When a run ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// After this long; requests in flight then are not counted.
+    After(Duration),
+    /// Once this many requests were answered (or failed).
+    Requests(u64),
+}
+
+/// A benchmark run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BenchOptions {
+    /// Where to send the load.
+    pub target: Target,
+    /// Connections open at once, over all threads.
+    pub connections: usize,
+    /// When to stop.
+    pub stop: Stop,
+    /// The CPU of each thread, one entry per thread.
+    pub cpus: Vec<usize>,
+    /// Pin each thread to its CPU.
+    pub pin: bool,
+    /// Requests in flight per connection.
+    pub pipeline: usize,
+    /// A new connection per request, HTTP/1.0 without keep-alive.
+    pub close: bool,
+    /// A fixed total rate in requests per second, latency counted from each
+    /// request's intended send time.
+    pub rate: Option<f64>,
+    /// Request method.
+    pub method: String,
+    /// Extra request header lines, `Name: value`.
+    pub headers: Vec<String>,
+    /// How long a request may wait for its response.
+    pub timeout: Duration,
+}
+
+/// Counts updated while the run goes on, for a progress line.
+#[derive(Debug, Default)]
+pub struct Live {
+    /// Responses so far.
+    pub requests: AtomicU64,
+    /// Errors so far.
+    pub errors: AtomicU64,
+}
+
+/// Runs the benchmark; `live` is updated as it goes. A target that cannot be
+/// resolved or refuses a first connection is an error before any load is sent.
+pub fn run(options: &BenchOptions, live: &Live) -> Result<Report, String> {
+    let addr = options.target.resolve()?;
+    let probe_timeout = options.timeout.min(Duration::from_secs(5));
+    TcpStream::connect_timeout(&addr, probe_timeout).map_err(|e| {
+        format!("cannot connect to {}:{} ({addr}): {e}", options.target.host, options.target.port)
+    })?;
+    let threads = options.cpus.len().clamp(1, options.connections.max(1));
+    let start = Instant::now();
+    let reports = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|i| {
+                let job = Job::new(options, addr, i, threads, start);
+                scope.spawn(move || job.run(live))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err("a load thread panicked".into())))
+            .collect::<Vec<_>>()
+    });
+    let mut total = Report::new();
+    for report in reports {
+        total.merge(&report?);
+    }
+    total.duration = start.elapsed();
+    Ok(total)
+}
+
+/// One thread's share of the run.
+struct Job {
+    addr: SocketAddr,
+    cpu: Option<usize>,
+    connections: usize,
+    budget: u64,
+    end: Option<Instant>,
+    plan: Plan,
+    timeout: Duration,
+}
+
+impl Job {
+    fn new(options: &BenchOptions, addr: SocketAddr, index: usize, threads: usize, start: Instant) -> Job {
+        let share = |total: u64| total / threads as u64 + u64::from((index as u64) < total % threads as u64);
+        let connections = share(options.connections as u64) as usize;
+        let (budget, end) = match options.stop {
+            Stop::After(duration) => (u64::MAX, Some(start + duration)),
+            Stop::Requests(n) => (share(n), None),
+        };
+        let rate = options.rate.map(|total| {
+            let per_thread = total / threads as f64;
+            Schedule {
+                interval: Duration::from_secs_f64(connections.max(1) as f64 / per_thread),
+                stagger: Duration::from_secs_f64(1.0 / per_thread),
+            }
+        });
+        let plan = Plan {
+            request: options.target.request(&options.method, &options.headers, options.close),
+            head: options.method.eq_ignore_ascii_case("HEAD"),
+            pipeline: options.pipeline.max(1),
+            close: options.close,
+            rate,
+        };
+        let cpu = options.pin.then(|| options.cpus[index % options.cpus.len()]);
+        Job { addr, cpu, connections, budget, end, plan, timeout: options.timeout }
+    }
+
+    fn run(self, live: &Live) -> Result<Report, String> {
+        if let Some(cpu) = self.cpu {
+            core_affinity::set_for_current(core_affinity::CoreId { id: cpu });
+        }
+        let secs = self.timeout.as_secs().clamp(1, u64::from(u32::MAX)) as u32;
+        let config = Config {
+            max_connections: usize::MAX,
+            request_timeout: secs,
+            idle_timeout: 0,
+            send_timeout: secs,
+        };
+        let mut reactor =
+            Reactor::client(Load::new(self.plan.clone(), self.budget), config).map_err(|e| e.to_string())?;
+        let started = Instant::now();
+        self.open(&mut reactor, self.connections);
+        let mut published = (0, 0);
+        loop {
+            let now = Instant::now();
+            if self.end.is_some_and(|end| now >= end) || reactor.protocol().finished() {
+                break;
+            }
+            wake_due(&mut reactor, now);
+            let load = reactor.protocol_mut();
+            let replace = std::mem::take(&mut load.closed);
+            if load.sending && replace > 0 {
+                self.open(&mut reactor, replace);
+            }
+            if reactor.stats().open == 0 {
+                // Every connection failed and none could be opened again.
+                break;
+            }
+            reactor.turn(self.wait(&reactor, now)).map_err(|e| e.to_string())?;
+            published = publish(reactor.protocol(), live, published);
+        }
+        let mut report = std::mem::take(&mut reactor.protocol_mut().report);
+        report.duration = started.elapsed();
+        Ok(report)
+    }
+
+    /// Opens `n` connections; one that fails at once counts as a connect error.
+    fn open(&self, reactor: &mut Reactor<Load>, n: usize) {
+        for _ in 0..n {
+            if reactor.connect(self.addr).is_err() {
+                reactor.protocol_mut().report.errors.connect += 1;
+            }
+        }
+    }
+
+    /// How long the loop may wait: until the next scheduled send or the end, and
+    /// at most 100 ms so the progress counts stay fresh.
+    fn wait(&self, reactor: &Reactor<Load>, now: Instant) -> Duration {
+        let next_due = reactor.protocol().due.peek().map(|entry| entry.0 .0);
+        let wake = [next_due, self.end].into_iter().flatten().min();
+        wake.map_or(Duration::from_millis(100), |at| at.saturating_duration_since(now))
+            .min(Duration::from_millis(100))
+    }
+}
+
+/// Fixed rate: lets each connection whose next request is due send it.
+fn wake_due(reactor: &mut Reactor<Load>, now: Instant) {
+    while let Some(&std::cmp::Reverse((due, id))) = reactor.protocol().due.peek() {
+        if due > now {
+            return;
+        }
+        reactor.protocol_mut().due.pop();
+        reactor.wake(ConnId(id));
+    }
+}
+
+/// Adds what this thread counted since `last` to the shared counts.
+fn publish(load: &Load, live: &Live, last: (u64, u64)) -> (u64, u64) {
+    let now = (load.report.requests, load.report.errors.total());
+    live.requests.fetch_add(now.0 - last.0, Ordering::Relaxed);
+    live.errors.fetch_add(now.1 - last.1, Ordering::Relaxed);
+    now
+}
