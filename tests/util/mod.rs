@@ -662,3 +662,33 @@ pub fn signal_pending(pid: u32, signo: u32) -> bool {
         .filter_map(|mask| u64::from_str_radix(mask.trim(), 16).ok())
         .any(|mask| mask & (1 << (signo - 1)) != 0)
 }
+
+/// Like [`run_capturing`], with a given bound on the wait instead of
+/// [`STARTUP_TIMEOUT`], for processes that run for a while by design.
+pub fn run_capturing_within(program: &Path, args: &[&str], timeout: Duration) -> Finished {
+    let mut cmd = Command::new(program);
+    cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawning {cmd:?}: {e}"));
+    let (stdout, stderr) = (child.stdout.take().expect("piped"), child.stderr.take().expect("piped"));
+    let mut child = KillOnDrop(child);
+    // Each pipe reaching EOF is how we learn, without polling, that the
+    // process has exited; both are drained so neither can fill and block it.
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        let (tx, rx) = mpsc::channel();
+        thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            let _ = tx.send(text);
+        });
+        rx
+    };
+    let (out_rx, err_rx) = (drain(Box::new(stdout)), drain(Box::new(stderr)));
+    let deadline = std::time::Instant::now() + timeout;
+    let collect = |rx: mpsc::Receiver<String>| {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        rx.recv_timeout(left).unwrap_or_else(|_| panic!("{cmd:?} did not exit within {timeout:?}"))
+    };
+    let (stdout, stderr) = (collect(out_rx), collect(err_rx));
+    let status = child.0.wait().expect("waiting for child");
+    Finished { status, stdout, stderr }
+}

@@ -1,0 +1,331 @@
+//! `percore bench`, the load generator: counts against a running percore in
+//! every mode, how it counts odd responses of a small canned server defined
+//! here, a fixed rate, both report formats, and its errors.
+
+mod util;
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use serde_json::Value;
+use util::{percore_bin, run_capturing_within, Finished, Server};
+
+/// Bound on a whole bench run: the runs here take at most a few seconds, but a
+/// loaded 2-core CI machine may be much slower than that.
+const BENCH_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Bound on a run that must fail promptly (refused or unresolvable target).
+const PROMPT_FAILURE: Duration = Duration::from_secs(15);
+
+/// How long a canned-server connection waits for a request before giving up,
+/// so that no connection thread outlives its test for long, whatever happens.
+const CANNED_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Every number of the JSON report but the percentiles, as JSON pointers.
+const JSON_FIELDS: [&str; 16] = [
+    "/requests",
+    "/duration_s",
+    "/requests_per_sec",
+    "/bytes_read",
+    "/bytes_per_sec",
+    "/non_2xx",
+    "/errors/connect",
+    "/errors/read",
+    "/errors/write",
+    "/errors/timeout",
+    "/errors/parse",
+    "/errors/total",
+    "/latency_us/min",
+    "/latency_us/mean",
+    "/latency_us/stdev",
+    "/latency_us/max",
+];
+
+/// The percentiles both reports list: keys under `/latency_us/percentiles` of
+/// the JSON one, `N%` lines of the text one.
+const PERCENTILES: [&str; 10] = ["50", "66", "75", "80", "90", "95", "98", "99", "99.9", "100"];
+
+// ---------------------------------------------------------------------------
+// Running bench.
+
+/// `percore bench ARGS`, to its exit within [`BENCH_TIMEOUT`].
+fn bench(args: &[&str]) -> Finished {
+    bench_within(args, BENCH_TIMEOUT)
+}
+
+fn bench_within(args: &[&str], timeout: Duration) -> Finished {
+    let mut all = vec!["bench"];
+    all.extend_from_slice(args);
+    run_capturing_within(&percore_bin(), &all, timeout)
+}
+
+/// `percore bench ARGS --json`, which must succeed, and its parsed report.
+fn bench_json(args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.push("--json");
+    let run = bench(&all);
+    assert!(run.status.success(), "bench {all:?} failed ({}); stderr:\n{}", run.status, run.stderr);
+    serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("bench {all:?} printed no JSON object ({e}):\n{}", run.stdout))
+}
+
+/// The non-negative integer at `pointer` in a JSON report.
+fn count(report: &Value, pointer: &str) -> u64 {
+    report
+        .pointer(pointer)
+        .and_then(Value::as_u64)
+        .unwrap_or_else(|| panic!("no count at {pointer} in the report:\n{report:#}"))
+}
+
+fn url(addr: SocketAddr) -> String {
+    format!("http://{addr}/")
+}
+
+/// A percore server with one worker, which is enough for these loads and
+/// leaves the other CPU to bench.
+fn percore() -> Server {
+    Server::percore(&["--workers", "1"])
+}
+
+// ---------------------------------------------------------------------------
+// A canned server: answers every request head with the same bytes.
+
+/// Stops the accept loop when dropped. Connection threads end by themselves
+/// when bench closes its connections (or after [`CANNED_READ_TIMEOUT`]).
+struct CannedServer {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    acceptor: Option<JoinHandle<()>>,
+}
+
+impl Drop for CannedServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wakes the blocking accept so that the loop sees the flag and exits,
+        // dropping the listener.
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(5));
+        if let Some(acceptor) = self.acceptor.take() {
+            let _ = acceptor.join();
+        }
+    }
+}
+
+/// A server on an ephemeral loopback port that answers each request head
+/// (everything up to its blank line) with `response`, or never answers if
+/// `response` is empty; with `close_after` it closes each connection after
+/// its first answer.
+fn canned_server(response: &'static [u8], close_after: bool) -> (SocketAddr, CannedServer) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("binding a loopback listener");
+    let addr = listener.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    let acceptor = thread::spawn(move || {
+        for stream in listener.incoming() {
+            // An accept error is not expected on loopback; stopping rather than
+            // retrying cannot spin.
+            let Ok(stream) = stream else { break };
+            if flag.load(Ordering::SeqCst) {
+                break;
+            }
+            thread::spawn(move || answer_requests(stream, response, close_after));
+        }
+    });
+    (addr, CannedServer { addr, stop, acceptor: Some(acceptor) })
+}
+
+/// One connection of [`canned_server`]: reads request heads (pipelined ones
+/// included) until the peer closes, answering each.
+fn answer_requests(mut stream: TcpStream, response: &[u8], close_after: bool) {
+    stream.set_read_timeout(Some(CANNED_READ_TIMEOUT)).unwrap();
+    let mut pending = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => pending.extend_from_slice(&buf[..n]),
+        }
+        // bench sends GETs without a body, so a request ends at its blank line.
+        while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+            pending.drain(..end + 4);
+            if response.is_empty() {
+                continue;
+            }
+            if stream.write_all(response).is_err() {
+                return;
+            }
+            if close_after {
+                let _ = stream.shutdown(Shutdown::Write);
+                return;
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Against percore: exact counts in every mode.
+
+/// `-n 1000` in the mode `mode` against percore: every request answered once,
+/// with no error and no non-2xx.
+fn assert_clean_thousand(mode: &[&str]) {
+    let server = percore();
+    let target = url(server.addr());
+    let mut args = vec![target.as_str(), "-n", "1000", "-t", "1"];
+    args.extend_from_slice(mode);
+    let report = bench_json(&args);
+    assert_eq!(count(&report, "/requests"), 1000, "{mode:?}: {report:#}");
+    assert_eq!(count(&report, "/errors/total"), 0, "{mode:?}: {report:#}");
+    assert_eq!(count(&report, "/non_2xx"), 0, "{mode:?}: {report:#}");
+    assert!(count(&report, "/bytes_read") > 0, "{mode:?}: {report:#}");
+}
+
+#[test]
+fn keep_alive_counts_exactly_n_requests() {
+    assert_clean_thousand(&["-c", "10"]);
+}
+
+#[test]
+fn pipelined_counts_exactly_n_requests() {
+    assert_clean_thousand(&["--pipeline", "16", "-c", "4"]);
+}
+
+#[test]
+fn close_mode_counts_exactly_n_requests() {
+    assert_clean_thousand(&["--close", "-c", "10"]);
+}
+
+// ---------------------------------------------------------------------------
+// Against the canned server: how odd responses count.
+
+#[test]
+fn chunked_bodies_are_framed_and_counted() {
+    const RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
+    let (addr, _server) = canned_server(RESPONSE, false);
+    let report = bench_json(&[&url(addr), "-n", "200", "-c", "2", "-t", "1"]);
+    assert_eq!(count(&report, "/requests"), 200, "{report:#}");
+    assert_eq!(count(&report, "/errors/total"), 0, "{report:#}");
+    // Every byte of each response (head and chunks) counted, no more.
+    assert_eq!(count(&report, "/bytes_read"), 200 * RESPONSE.len() as u64, "{report:#}");
+}
+
+#[test]
+fn connection_close_answers_make_keep_alive_reconnect() {
+    const RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
+    let (addr, _server) = canned_server(RESPONSE, true);
+    let report = bench_json(&[&url(addr), "-n", "100", "-c", "4", "-t", "1"]);
+    assert_eq!(count(&report, "/requests"), 100, "{report:#}");
+    assert_eq!(count(&report, "/errors/total"), 0, "{report:#}");
+}
+
+#[test]
+fn server_errors_count_as_non_2xx_not_errors() {
+    const RESPONSE: &[u8] = b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n";
+    let (addr, _server) = canned_server(RESPONSE, false);
+    let report = bench_json(&[&url(addr), "-n", "100", "-c", "2", "-t", "1"]);
+    assert_eq!(count(&report, "/requests"), 100, "{report:#}");
+    assert_eq!(count(&report, "/non_2xx"), 100, "{report:#}");
+    assert_eq!(count(&report, "/errors/total"), 0, "{report:#}");
+}
+
+#[test]
+fn unanswered_requests_time_out_and_the_run_ends() {
+    // An empty response: the server reads every request and never answers.
+    let (addr, _server) = canned_server(b"", false);
+    // bench_json's bounded wait is the check that the run ends by itself:
+    // 4 requests, 2 at a time, each given up after 1 to 2 s.
+    let report = bench_json(&[&url(addr), "-n", "4", "-c", "2", "-t", "1", "--timeout", "1"]);
+    assert!(count(&report, "/errors/timeout") >= 2, "{report:#}");
+    assert_eq!(count(&report, "/requests"), 0, "{report:#}");
+}
+
+#[test]
+fn garbage_answers_count_as_parse_errors_and_the_run_ends() {
+    let (addr, _server) = canned_server(b"NOT HTTP\r\n\r\n", false);
+    // As above, bench_json's bounded wait checks that the run ends by itself.
+    let report = bench_json(&[&url(addr), "-n", "20", "-c", "2", "-t", "1"]);
+    assert!(count(&report, "/errors/parse") > 0, "{report:#}");
+}
+
+// ---------------------------------------------------------------------------
+// A fixed rate.
+
+#[test]
+fn fixed_rate_sends_the_rate_times_the_duration() {
+    let server = percore();
+    let report = bench_json(&[&url(server.addr()), "--rate", "200", "-d", "3s", "-c", "10", "-t", "1"]);
+    // 200/s for 3 s, within the 5% the rate promises.
+    let requests = count(&report, "/requests");
+    assert!((570..=630).contains(&requests), "{requests} requests, not 600 ± 5%: {report:#}");
+}
+
+// ---------------------------------------------------------------------------
+// Report formats.
+
+#[test]
+fn json_report_has_every_field() {
+    let server = percore();
+    let report = bench_json(&[&url(server.addr()), "-n", "100", "-c", "2", "-t", "1"]);
+    let percentiles = PERCENTILES.iter().map(|p| format!("/latency_us/percentiles/{p}"));
+    for pointer in JSON_FIELDS.iter().map(|p| p.to_string()).chain(percentiles) {
+        let value = report.pointer(&pointer);
+        assert!(value.is_some_and(Value::is_number), "{pointer} is not a number in:\n{report:#}");
+    }
+}
+
+#[test]
+fn text_report_has_the_rate_and_every_percentile() {
+    let server = percore();
+    let run = bench(&[&url(server.addr()), "-n", "100", "-c", "2", "-t", "1"]);
+    assert!(run.status.success(), "bench failed ({}); stderr:\n{}", run.status, run.stderr);
+    assert!(run.stdout.contains("requests/s"), "no requests/s in:\n{}", run.stdout);
+    for percentile in PERCENTILES {
+        // `99%` must not be taken for `99.9%`, hence whole labels at a line start.
+        let label = format!("{percentile}%");
+        assert!(
+            run.stdout.lines().any(|line| line.trim_start().starts_with(&label)),
+            "no {label} line in:\n{}",
+            run.stdout
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Failures.
+
+/// Runs bench, which must fail promptly, and returns its stderr.
+fn bench_failure(target: &str) -> String {
+    let run = bench_within(&[target, "-n", "10", "-c", "1", "-t", "1", "--json"], PROMPT_FAILURE);
+    assert!(!run.status.success(), "bench {target} succeeded; stdout:\n{}", run.stdout);
+    run.stderr
+}
+
+#[test]
+fn nothing_listening_is_one_clear_error() {
+    // A port that was just free: bound, then released.
+    let addr = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let stderr = bench_failure(&url(addr));
+    let lines: Vec<&str> = stderr.lines().filter(|line| !line.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "expected one error line, got:\n{stderr}");
+    assert!(lines[0].contains("cannot connect"), "stderr:\n{stderr}");
+}
+
+#[test]
+fn unresolvable_host_is_an_error() {
+    let stderr = bench_failure("http://no-such-host.invalid/");
+    assert!(stderr.contains("cannot resolve"), "stderr:\n{stderr}");
+}
+
+#[test]
+fn conflicting_options_are_usage_errors() {
+    // Parsing fails before any connection, so nothing needs to listen here.
+    let target = "http://127.0.0.1:9/";
+    for args in [["-d", "3s", "-n", "10"].as_slice(), &["--close", "--pipeline", "4", "-n", "10"]] {
+        let mut all = vec![target, "-t", "1"];
+        all.extend_from_slice(args);
+        let run = bench(&all);
+        assert_eq!(run.status.code(), Some(2), "bench {all:?}: {}; stderr:\n{}", run.status, run.stderr);
+    }
+}
