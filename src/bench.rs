@@ -17,7 +17,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         target: Target::parse(&args.url)?,
         connections: usize::try_from(args.connections).unwrap_or(usize::MAX),
         stop,
-        cpus: crate::plan_cpus(args.cpus.as_ref(), args.threads),
+        cpus: percore::worker::plan_or_exit(args.cpus.as_ref(), args.threads),
         pin: !args.no_pin,
         pipeline: usize::try_from(args.pipeline).unwrap_or(usize::MAX),
         close: args.close,

@@ -12,10 +12,12 @@ macro_rules! say {
     }};
 }
 
+mod args;
 mod child;
 mod cpus;
 mod master;
 
+pub use args::{main, plan_or_exit, CpuList, ServerArgs};
 pub use cpus::{allowed_cpus, format_cpu_list, parse_cpu_list, plan};
 
 use std::net::{SocketAddr, TcpListener};
