@@ -1,13 +1,13 @@
-//! An echo server on percore's loop: every byte received is sent back.
+//! An echo server on percore's loop: every byte received is sent back, on one
+//! pinned worker process per CPU, with the same flags as `percore serve`.
 //!
 //! ```text
-//! cargo run --release --example echo -- --bind 127.0.0.1 --port 7000
+//! cargo run --release --example echo -- --port 7000
 //! ```
 
-use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
 
-use percore::reactor::{Config, Protocol, Reactor, Verdict};
+use percore::reactor::{Protocol, Verdict};
 
 /// Echo needs no state per connection: whatever arrives is answered at once.
 struct Echo;
@@ -22,36 +22,6 @@ impl Protocol for Echo {
 }
 
 fn main() -> ExitCode {
-    let addr = match parse_args(std::env::args().skip(1)) {
-        Ok(addr) => addr,
-        Err(message) => {
-            eprintln!("echo: {message}\nusage: echo [--bind ADDR] [--port PORT]");
-            return ExitCode::from(2);
-        }
-    };
-    let run = || -> std::io::Result<()> {
-        let listener = percore::listen::bind(addr, 1024, true)?;
-        eprintln!("listening on {}", listener.local_addr()?);
-        Reactor::new(listener, Echo, Config::default())?.run().map(drop)
-    };
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("echo: {e}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-fn parse_args(mut args: impl Iterator<Item = String>) -> Result<SocketAddr, String> {
-    let mut addr = SocketAddr::new(IpAddr::from([0, 0, 0, 0]), 7000);
-    while let Some(flag) = args.next() {
-        let value = args.next().ok_or(format!("{flag} needs a value"))?;
-        match flag.as_str() {
-            "--bind" => addr.set_ip(value.parse().map_err(|e| format!("--bind {value}: {e}"))?),
-            "--port" => addr.set_port(value.parse().map_err(|e| format!("--port {value}: {e}"))?),
-            _ => return Err(format!("unknown flag {flag}")),
-        }
-    }
-    Ok(addr)
+    // The client speaks first: the kernel may hold a connection until it does.
+    percore::worker::main(true, || Ok(Echo))
 }
