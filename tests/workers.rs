@@ -374,3 +374,25 @@ fn tune_reports_every_setting_of_sysctl_conf() {
     }
     assert!(run.stdout.contains("ulimit -n"), "no ulimit -n row; stdout:\n{}", run.stdout);
 }
+
+/// The scheduling policy of a process: field 41 of /proc/PID/stat (3 is SCHED_BATCH).
+fn sched_policy(pid: u32) -> u32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("reading /proc/PID/stat");
+    // Fields after the command name, which ends at the last ')': state is field 3.
+    let fields: Vec<&str> =
+        stat.rsplit_once(')').expect("stat has a command name").1.split_whitespace().collect();
+    fields[41 - 3].parse().expect("policy is a number")
+}
+
+#[test]
+fn workers_run_under_sched_batch_unless_asked_for_normal() {
+    const SCHED_OTHER: u32 = 0;
+    const SCHED_BATCH: u32 = 3;
+    for (flags, policy) in [(&[][..], SCHED_BATCH), (&["--sched", "normal"][..], SCHED_OTHER)] {
+        let server = Percore::start(&[&["--workers", "1"], flags].concat());
+        let worker = &server.workers(1)[0];
+        // The worker sets its policy before it serves: one answer proves it is done.
+        get_on_fresh_connection(&server);
+        assert_eq!(sched_policy(worker.pid), policy, "flags {flags:?}");
+    }
+}

@@ -24,7 +24,8 @@ macro_rules! syscall {
 mod process;
 
 pub use process::{
-    fork, kill, raise_nofile_limit, reap_child, set_parent_death_signal, Exit, Forked, SignalFd,
+    fork, kill, raise_nofile_limit, reap_child, set_batch_scheduling, set_parent_death_signal, Exit, Forked,
+    SignalFd,
 };
 
 /// Readiness reported by [`Epoll::wait`]: the token given at registration and the

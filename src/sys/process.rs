@@ -76,6 +76,16 @@ pub fn set_parent_death_signal(signal: libc::c_int) -> io::Result<()> {
     Ok(())
 }
 
+/// Moves this process to `SCHED_BATCH`: woken by an event, it does not preempt the
+/// task running on its CPU but waits for it to block or for the next tick, and then
+/// finds a batch of events instead of one. No privilege is needed.
+pub fn set_batch_scheduling() -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `param` is a valid sched_param for the duration of the call.
+    syscall!(sched_setscheduler(0, libc::SCHED_BATCH, &param))?;
+    Ok(())
+}
+
 /// Blocks [`HANDLED_SIGNALS`] for this process (a child inherits the mask) and opens a
 /// non-blocking signalfd that reads them.
 #[derive(Debug)]

@@ -36,6 +36,14 @@ pub struct ServerArgs {
     #[arg(long)]
     pub no_pin: bool,
 
+    /// Scheduling policy of the workers. `batch` (SCHED_BATCH): a worker woken by
+    /// new requests does not preempt another task on its CPU (a load generator
+    /// sharing it) but runs when that task blocks, and then answers a batch of
+    /// requests instead of one; on CPUs of its own it changes nothing. `normal`:
+    /// the default Linux policy.
+    #[arg(long, value_enum, default_value_t = Sched::Batch)]
+    pub sched: Sched,
+
     /// Accept queue length of each worker's listener (capped at net.core.somaxconn).
     #[arg(long, value_name = "N", default_value_t = 65535)]
     pub backlog: u32,
@@ -64,6 +72,15 @@ pub struct ServerArgs {
     pub send_timeout: u32,
 }
 
+/// The workers' scheduling policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Sched {
+    /// `SCHED_OTHER`, the default Linux policy.
+    Normal,
+    /// `SCHED_BATCH`.
+    Batch,
+}
+
 /// A CPU list as given to `--cpus` (a type of its own, which clap parses as one
 /// value, where it would take a `Vec` for a repeated flag).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -88,6 +105,7 @@ impl ServerArgs {
             addr: SocketAddr::new(self.bind, self.port),
             cpus,
             pin: !self.no_pin,
+            batch_scheduling: self.sched == Sched::Batch,
             backlog: self.backlog,
             shutdown_timeout: Duration::from_secs(self.shutdown_timeout),
             client_speaks_first,

@@ -11,6 +11,7 @@ pub(crate) struct Assignment {
     pub(crate) index: usize,
     pub(crate) cpu: usize,
     pub(crate) pin: bool,
+    pub(crate) batch_scheduling: bool,
     pub(crate) master_pid: u32,
     pub(crate) shutdown_timeout: Duration,
     pub(crate) config: Config,
@@ -48,6 +49,9 @@ fn serve<P: Protocol>(
     }
     if job.pin && !core_affinity::set_for_current(core_affinity::CoreId { id: job.cpu }) {
         return Err(format!("cannot pin to CPU {}", job.cpu));
+    }
+    if job.batch_scheduling {
+        sys::set_batch_scheduling().map_err(|e| format!("cannot set SCHED_BATCH: {e}"))?;
     }
     if std::env::var_os(FAULT_VARIABLE).is_some_and(|v| v == "worker-start") {
         return Err(format!("fault injected at start ({FAULT_VARIABLE}=worker-start)"));

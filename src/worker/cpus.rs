@@ -13,6 +13,11 @@ pub fn allowed_cpus() -> Vec<usize> {
 
 /// Parses a CPU list in taskset's syntax: numbers and ranges separated by commas,
 /// a range optionally with a stride (`0-3,6`, `7`, `0-10:2`).
+///
+/// ```
+/// assert_eq!(percore::worker::parse_cpu_list("0-3,6"), Ok(vec![0, 1, 2, 3, 6]));
+/// assert!(percore::worker::parse_cpu_list("3-1").is_err());
+/// ```
 pub fn parse_cpu_list(list: &str) -> Result<Vec<usize>, String> {
     let bad = |part: &str| format!("invalid CPU list {list:?}: {part:?} is not a CPU number or range");
     let mut cpus = Vec::new();
@@ -42,6 +47,13 @@ pub fn parse_cpu_list(list: &str) -> Result<Vec<usize>, String> {
 /// The CPU of each worker: `workers` of them (default: one per CPU) on the first
 /// CPUs of `requested` (default: every allowed CPU), wrapping round when there are
 /// more workers than CPUs. A requested CPU outside `allowed` is an error naming it.
+///
+/// ```
+/// use percore::worker::plan;
+/// assert_eq!(plan(&[2, 3, 4, 5], None, Some(2)), Ok(vec![2, 3]));
+/// assert_eq!(plan(&[2, 3], Some(&[3]), Some(3)), Ok(vec![3, 3, 3]));
+/// assert!(plan(&[2, 3], Some(&[7]), None).unwrap_err().contains("CPU 7"));
+/// ```
 pub fn plan(
     allowed: &[usize],
     requested: Option<&[usize]>,

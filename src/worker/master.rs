@@ -98,6 +98,7 @@ impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>> Master<'a, F> {
                     index,
                     cpu: slot.cpu,
                     pin: self.options.pin,
+                    batch_scheduling: self.options.batch_scheduling,
                     master_pid,
                     shutdown_timeout: self.options.shutdown_timeout,
                     config: self.options.reactor,

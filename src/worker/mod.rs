@@ -17,7 +17,7 @@ mod child;
 mod cpus;
 mod master;
 
-pub use args::{main, plan_or_exit, CpuList, ServerArgs};
+pub use args::{main, plan_or_exit, CpuList, Sched, ServerArgs};
 pub use cpus::{allowed_cpus, format_cpu_list, parse_cpu_list, plan};
 
 use std::net::{SocketAddr, TcpListener};
@@ -35,6 +35,8 @@ pub struct Options {
     pub cpus: Vec<usize>,
     /// Pin each worker to its CPU.
     pub pin: bool,
+    /// Run workers under `SCHED_BATCH` (see [`ServerArgs::sched`]).
+    pub batch_scheduling: bool,
     /// Accept queue length of each listener, capped at `net.core.somaxconn`.
     pub backlog: u32,
     /// How long a graceful stop waits for open connections.
@@ -59,6 +61,28 @@ pub enum Stopped {
 /// Binds the listeners, prints `listening on ADDR:PORT` on stderr, forks the workers
 /// (each builds its protocol with `make_protocol`), and supervises them until they
 /// stop. Errors are one-line messages for the user.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use percore::http::{Hello, HelloConfig};
+/// use percore::reactor::Config;
+/// use percore::worker::{self, Options};
+///
+/// let options = Options {
+///     addr: ([0, 0, 0, 0], 8080).into(),
+///     cpus: worker::plan(&worker::allowed_cpus(), None, None)?, // one worker per CPU
+///     pin: true,
+///     batch_scheduling: true,
+///     backlog: 4096,
+///     shutdown_timeout: Duration::from_secs(10),
+///     client_speaks_first: true,
+///     reactor: Config::default(),
+/// };
+/// let config = HelloConfig::default();
+/// let stopped = worker::run(&options, || Ok(Hello::new(&config)))?;
+/// std::process::exit(if stopped == worker::Stopped::Gracefully { 0 } else { 1 });
+/// # Ok::<(), String>(())
+/// ```
 pub fn run<P: Protocol>(
     options: &Options,
     make_protocol: impl Fn() -> std::io::Result<P>,
