@@ -32,6 +32,22 @@ impl Default for HelloConfig {
 
 /// The hello server's protocol: parses each request head, skips any body, and
 /// appends a prebuilt response; errors get a prebuilt error response and a close.
+///
+/// ```
+/// use percore::http::{Hello, HelloConfig, HelloConn};
+/// use percore::reactor::Protocol;
+///
+/// let mut hello = Hello::new(&HelloConfig::default());
+/// let (mut conn, mut out) = (HelloConn::default(), Vec::new());
+/// let two = b"GET / HTTP/1.1\r\nHost: a\r\n\r\nHEAD / HTTP/1.0\r\n\r\n";
+/// let verdict = hello.on_data(&mut conn, two, &mut out);
+/// assert_eq!(verdict.consumed, two.len());
+/// assert!(!verdict.keep_open, "HTTP/1.0 without keep-alive closes");
+/// let text = String::from_utf8(out).unwrap();
+/// assert!(text.starts_with("HTTP/1.1 200 OK\r\nServer: percore\r\nDate: "));
+/// assert_eq!(text.matches("hello, world!\n").count(), 1, "HEAD gets no body");
+/// assert!(text.ends_with("Connection: close\r\n\r\n"));
+/// ```
 #[derive(Debug)]
 pub struct Hello {
     ok: Variants,

@@ -68,6 +68,32 @@ pub struct Stats {
 
 /// A single-threaded event loop serving protocol `P` on one listener, or (made with
 /// [`Reactor::client`]) on connections it opens itself.
+///
+/// ```
+/// use std::io::{Read, Write};
+/// use percore::reactor::{Config, Protocol, Reactor, Verdict};
+///
+/// struct Echo;
+/// impl Protocol for Echo {
+///     type Conn = ();
+///     fn on_data(&mut self, _: &mut (), input: &[u8], out: &mut Vec<u8>) -> Verdict {
+///         out.extend_from_slice(input);
+///         Verdict::keep(input.len())
+///     }
+/// }
+///
+/// let listener = percore::listen::bind(([127, 0, 0, 1], 0).into(), 128, true)?;
+/// let addr = listener.local_addr()?;
+/// let mut reactor = Reactor::new(listener, Echo, Config::default())?;
+/// std::thread::spawn(move || reactor.run());
+///
+/// let mut client = std::net::TcpStream::connect(addr)?;
+/// client.write_all(b"ping")?;
+/// let mut echoed = [0; 4];
+/// client.read_exact(&mut echoed)?;
+/// assert_eq!(&echoed, b"ping");
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct Reactor<P: Protocol> {
     epoll: Epoll,

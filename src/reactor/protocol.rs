@@ -4,6 +4,13 @@ use std::io;
 use std::time::SystemTime;
 
 /// What the loop should do after [`Protocol::on_data`].
+///
+/// ```
+/// use percore::reactor::Verdict;
+/// // Used 10 bytes; the rest waits for more input, on an open connection.
+/// assert_eq!(Verdict::keep(10), Verdict { consumed: 10, keep_open: true });
+/// assert!(!Verdict::close(10).keep_open);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Verdict {
     /// Bytes of the input that were used up; the rest is handed in again, with
