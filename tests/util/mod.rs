@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStderr, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
@@ -33,22 +33,28 @@ pub fn percore_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_percore"))
 }
 
-/// Path of the `echo` example, building it first.
+/// Path of example `name`, building it first.
 ///
 /// `cargo test` builds examples, but `cargo test --test echo` does not, and a
 /// binary left over from an earlier build may be stale; asking cargo (which
 /// is quick when nothing changed) covers both. Cargo releases its build lock
 /// before running test binaries, so this cannot deadlock with the outer cargo.
-pub fn echo_bin() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(build_echo_example).clone()
+pub fn example_bin(name: &str) -> PathBuf {
+    static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let path = percore_bin().parent().expect("binary has a parent directory").join("examples").join(name);
+    if !built.iter().any(|b| b == name) {
+        build_example(name);
+        built.push(name.to_string());
+    }
+    path
 }
 
-fn build_echo_example() -> PathBuf {
+fn build_example(name: &str) {
     let bin = percore_bin();
     let profile_dir = bin.parent().expect("binary has a parent directory");
     let mut cmd = Command::new(env!("CARGO"));
-    cmd.args(["build", "--quiet", "--example", "echo"]).current_dir(env!("CARGO_MANIFEST_DIR"));
+    cmd.args(["build", "--quiet", "--example", name]).current_dir(env!("CARGO_MANIFEST_DIR"));
     // Build into the same profile directory as the binary under test.
     match profile_dir.file_name().and_then(|n| n.to_str()) {
         Some("debug") | None => {}
@@ -60,10 +66,9 @@ fn build_echo_example() -> PathBuf {
         }
     }
     let (status, stderr) = run_to_exit(cmd, BUILD_TIMEOUT);
-    assert!(status.success(), "building the echo example failed ({status}):\n{stderr}");
-    let path = profile_dir.join("examples/echo");
-    assert!(path.exists(), "echo example not found at {} after building it", path.display());
-    path
+    assert!(status.success(), "building the {name} example failed ({status}):\n{stderr}");
+    let path = profile_dir.join("examples").join(name);
+    assert!(path.exists(), "{name} example not found at {} after building it", path.display());
 }
 
 /// Kills and reaps the child when dropped, including while a test panics, so
@@ -98,7 +103,14 @@ impl Server {
 
     /// The `echo` example on an ephemeral loopback port.
     pub fn echo() -> Server {
-        Server::start(&echo_bin(), &LOOPBACK_ARGS)
+        Server::example("echo", &[])
+    }
+
+    /// Example `name` on an ephemeral loopback port, plus `extra` flags.
+    pub fn example(name: &str, extra: &[&str]) -> Server {
+        let mut args = LOOPBACK_ARGS.to_vec();
+        args.extend(extra);
+        Server::start(&example_bin(name), &args)
     }
 
     /// Spawns `program` and waits (bounded) for its `listening on ADDR` line.
