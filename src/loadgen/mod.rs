@@ -4,7 +4,7 @@
 //! responses, and records each latency in an HDR histogram.
 
 mod load;
-pub mod report;
+mod report;
 mod target;
 
 pub use report::{Errors, Report};

@@ -67,7 +67,7 @@ impl Errors {
 /// One thread's (or the merged) measurements.
 ///
 /// ```
-/// use percore::loadgen::report::Report;
+/// use percore::loadgen::Report;
 /// let mut report = Report::new();
 /// report.requests = 2;
 /// report.record_latency(100);

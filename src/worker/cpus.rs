@@ -77,7 +77,7 @@ pub fn plan(
 }
 
 /// Formats CPUs as taskset does (`0-3,6`).
-pub fn format_cpu_list(cpus: &[usize]) -> String {
+pub(crate) fn format_cpu_list(cpus: &[usize]) -> String {
     let mut out = String::new();
     let mut rest = cpus;
     while let [first, ..] = rest {

@@ -18,7 +18,7 @@ mod cpus;
 mod master;
 
 pub use args::{main, plan_or_exit, CpuList, Sched, ServerArgs};
-pub use cpus::{allowed_cpus, format_cpu_list, parse_cpu_list, plan};
+pub use cpus::{allowed_cpus, parse_cpu_list, plan};
 
 use std::net::{SocketAddr, TcpListener};
 use std::time::Duration;
@@ -126,7 +126,7 @@ fn clamp_backlog(backlog: u32) -> i32 {
 
 /// Raises this process's open-file limit to its hard limit (workers inherit it) and
 /// warns, in one line, when that is below what `max_conns` per worker needs.
-pub fn raise_fd_limit(max_conns: u64) -> u64 {
+pub(crate) fn raise_fd_limit(max_conns: u64) -> u64 {
     let limit = sys::raise_nofile_limit().unwrap_or(0);
     // A few descriptors beyond the connections: listener, epoll, signalfd, stdio.
     let needed = max_conns + 16;
