@@ -60,6 +60,11 @@ pub(crate) struct Load {
     pub(crate) due: BinaryHeap<Reverse<(Instant, u64)>>,
     /// Fixed rate: when the connection opened next is to send its first request.
     pub(crate) next_start: Instant,
+    /// Connections that got their answers in this turn of the loop and send again
+    /// once every ready connection was read, so that requests leave in a burst,
+    /// as wrk's do (sending each at once spreads them out and makes the server wake
+    /// for every one).
+    pub(crate) ready: Vec<u64>,
 }
 
 impl Load {
@@ -73,6 +78,7 @@ impl Load {
             closed: 0,
             due: BinaryHeap::new(),
             next_start: Instant::now(),
+            ready: Vec::new(),
         }
     }
 
@@ -96,9 +102,15 @@ impl Load {
     /// request whose time has come, late or not; else schedules a wake-up.
     fn send_more(&mut self, conn: &mut LoadConn, now: Instant, out: &mut Vec<u8>) {
         let Some(Schedule { interval, .. }) = self.plan.rate else {
+            // A pipeline is refilled whole once it is empty, in one write, as wrk does.
+            if !conn.in_flight.is_empty() || (self.plan.close && conn.answered > 0) {
+                return;
+            }
             let depth = if self.plan.close { 1 } else { self.plan.pipeline };
-            while conn.in_flight.len() < depth && self.may_send() && !(self.plan.close && conn.answered > 0) {
-                self.send(conn, now, out);
+            for _ in 0..depth {
+                if self.may_send() {
+                    self.send(conn, now, out);
+                }
             }
             return;
         };
@@ -161,6 +173,7 @@ impl Protocol for Load {
 
     fn on_data(&mut self, conn: &mut LoadConn, input: &[u8], out: &mut Vec<u8>) -> Verdict {
         let now = Instant::now();
+        let answered = conn.answered;
         let mut at = 0;
         while at < input.len() {
             match parse_response(&input[at..], self.plan.head, false) {
@@ -181,7 +194,10 @@ impl Protocol for Load {
                 }
             }
         }
-        self.send_more(conn, now, out);
+        match conn.id {
+            Some(id) if conn.answered > answered && self.plan.rate.is_none() => self.ready.push(id.0),
+            _ => self.send_more(conn, now, out),
+        }
         Verdict::keep(at)
     }
 

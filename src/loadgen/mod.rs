@@ -162,6 +162,9 @@ impl Job {
                 break;
             }
             reactor.turn(self.wait(&reactor, now)).map_err(|e| e.to_string())?;
+            for id in std::mem::take(&mut reactor.protocol_mut().ready) {
+                reactor.wake(ConnId(id));
+            }
             published = publish(reactor.protocol(), live, published);
         }
         let mut report = std::mem::take(&mut reactor.protocol_mut().report);
