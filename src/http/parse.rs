@@ -12,7 +12,7 @@
 //! skipped (both allowed by section 2.2). Everything else that breaks the grammar is
 //! an error, because a minimal server must never guess where a request ends.
 
-use super::syntax::{is_target_byte, is_tchar, is_value_byte, trim_ows};
+use super::syntax::{all_bytes, find_newline, is_target_byte, is_tchar, is_value_byte, trim_ows};
 
 /// The outcome of parsing a buffer that may hold only the start of a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -184,14 +184,14 @@ fn skip_empty_line(buf: &[u8]) -> usize {
 /// `scanned` on (less the three bytes an ending split across calls can span).
 fn find_head_end(buf: &[u8], scanned: usize) -> Option<usize> {
     let from = scanned.saturating_sub(3);
-    let mut at = from + buf.get(from..)?.iter().position(|&b| b == b'\n')?;
+    let mut at = from + find_newline(buf.get(from..)?)?;
     loop {
         match &buf[at + 1..] {
             [b'\n', ..] => return Some(at + 2),
             [b'\r', b'\n', ..] => return Some(at + 3),
             _ => {}
         }
-        at += 1 + buf[at + 1..].iter().position(|&b| b == b'\n')?;
+        at += 1 + find_newline(&buf[at + 1..])?;
     }
 }
 
@@ -218,7 +218,7 @@ fn check_partial(line_start: &[u8], limits: &Limits) -> Result<(), Error> {
 
 /// Splits off the next line (without its CRLF or LF) and returns it with the rest.
 fn next_line(buf: &[u8]) -> (&[u8], &[u8]) {
-    let end = buf.iter().position(|&b| b == b'\n').unwrap_or(buf.len());
+    let end = find_newline(buf).unwrap_or(buf.len());
     let line = &buf[..end];
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     (line, buf.get(end + 1..).unwrap_or_default())
@@ -271,7 +271,7 @@ fn parse_request_line(line: &[u8]) -> Result<(Method, &[u8], Version), Error> {
         return Err(Error::Method);
     }
     let target = parts.next().ok_or(Error::Version)?;
-    if target.is_empty() || !target.iter().all(|&b| is_target_byte(b)) {
+    if target.is_empty() || !all_bytes(target, is_target_byte) {
         return Err(Error::Target);
     }
     let version = parse_version(parts.next().ok_or(Error::Version)?)?;
@@ -315,14 +315,15 @@ struct Fields<'a> {
 
 impl<'a> Fields<'a> {
     fn add(&mut self, line: &'a [u8]) -> Result<(), Error> {
-        let colon = line.iter().position(|&b| b == b':').ok_or(Error::Header)?;
-        let name = &line[..colon];
-        // A leading space (obs-fold) or one before the colon makes the name no token.
-        if name.is_empty() || !name.iter().all(|&b| is_tchar(b)) {
+        // The name is the token before the colon: a leading space (obs-fold), one
+        // before the colon, or no colon at all leave something else there.
+        let colon = line.iter().position(|&b| !is_tchar(b)).ok_or(Error::Header)?;
+        if colon == 0 || line[colon] != b':' {
             return Err(Error::Header);
         }
+        let name = &line[..colon];
         let value = trim_ows(&line[colon + 1..]);
-        if !value.iter().all(|&b| is_value_byte(b)) {
+        if !all_bytes(value, is_value_byte) {
             return Err(Error::Header);
         }
         if name.eq_ignore_ascii_case(b"host") {

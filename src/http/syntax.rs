@@ -34,6 +34,32 @@ const TCHAR: [bool; 256] = {
     table
 };
 
+/// The position of the first `\n` in `haystack`. Looks at 8 bytes at a time (a word
+/// has a zero byte where `word ^ 0x0a0a..` does; the classic bit trick), since every
+/// request's head is scanned for its line ends at least once.
+pub(crate) fn find_newline(haystack: &[u8]) -> Option<usize> {
+    const LOW: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    const NEWLINES: u64 = u64::from_ne_bytes([b'\n'; 8]);
+    let mut chunks = haystack.chunks_exact(8);
+    let mut offset = 0;
+    for chunk in &mut chunks {
+        let word = u64::from_ne_bytes(chunk.try_into().expect("chunks of 8"));
+        let zeroed = word ^ NEWLINES;
+        if zeroed.wrapping_sub(LOW) & !zeroed & HIGH != 0 {
+            break;
+        }
+        offset += 8;
+    }
+    haystack[offset..].iter().position(|&b| b == b'\n').map(|i| offset + i)
+}
+
+/// Whether every byte of `bytes` satisfies `class`; without an early exit, so the
+/// loop vectorizes (the common case is that all do).
+pub(crate) fn all_bytes(bytes: &[u8], class: fn(u8) -> bool) -> bool {
+    bytes.iter().fold(true, |ok, &b| ok & class(b))
+}
+
 /// A byte of a request target: visible ASCII, or (as nginx allows) bytes above 0x7F;
 /// never a space or a control byte.
 pub(crate) fn is_target_byte(b: u8) -> bool {
@@ -55,4 +81,23 @@ pub(crate) fn trim_ows(mut value: &[u8]) -> &[u8] {
         value = rest;
     }
     value
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn find_newline_agrees_with_a_plain_search() {
+        let mut text = vec![b'a'; 40];
+        assert_eq!(find_newline(&text), None);
+        for at in 0..text.len() {
+            text[at] = b'\n';
+            for start in 0..=at {
+                assert_eq!(find_newline(&text[start..]), Some(at - start), "newline at {at}, from {start}");
+            }
+            text[at] = 0x8a; // a byte that differs from \n only in its high bit
+        }
+        assert_eq!(find_newline(&text), None);
+    }
 }
