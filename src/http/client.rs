@@ -15,7 +15,9 @@
 //! whole response is there, then drops `len` bytes and parses the next one.
 
 use super::parse::Status;
-use super::syntax::{is_tchar, is_value_byte, trim_ows};
+use super::syntax::{
+    connection_options, find_head_end, is_value_byte, next_line, parse_length, split_field, trim_ows,
+};
 
 /// The largest response head accepted, from the status line to the empty line. Twice
 /// the server side's 32 KiB: a load generator should not fail on a verbose server.
@@ -101,7 +103,8 @@ pub fn parse_response(
     head_request: bool,
     at_eof: bool,
 ) -> Result<Status<ResponseHead>, ResponseError> {
-    let Some(head_len) = find_head_end(buf) else {
+    // Unlike a request, no empty line may come before the status line.
+    let Some(head_len) = find_head_end(buf, 0) else {
         check_partial_head(buf)?;
         return Ok(Status::Partial);
     };
@@ -129,20 +132,6 @@ pub fn parse_response(
     Ok(Status::Complete(ResponseHead { status, keep_alive, body, len: head_len + body_len }))
 }
 
-/// The length of the head, up to and including the empty line. Unlike a request, no
-/// empty line may come before the status line: it would be an empty status line.
-fn find_head_end(buf: &[u8]) -> Option<usize> {
-    let mut at = buf.iter().position(|&b| b == b'\n')?;
-    loop {
-        match &buf[at + 1..] {
-            [b'\n', ..] => return Some(at + 2),
-            [b'\r', b'\n', ..] => return Some(at + 3),
-            _ => {}
-        }
-        at += 1 + buf[at + 1..].iter().position(|&b| b == b'\n')?;
-    }
-}
-
 /// Refuses an incomplete head that is already too large, or that does not start like
 /// `HTTP/1.` (so a reply in another protocol fails at once instead of at 64 KiB).
 fn check_partial_head(buf: &[u8]) -> Result<(), ResponseError> {
@@ -157,14 +146,6 @@ fn check_partial_head(buf: &[u8]) -> Result<(), ResponseError> {
 }
 
 const VERSION_PREFIX: &[u8] = b"HTTP/1.";
-
-/// Splits off the next line (without its CRLF or LF) and returns it with the rest.
-fn next_line(buf: &[u8]) -> (&[u8], &[u8]) {
-    let end = buf.iter().position(|&b| b == b'\n').unwrap_or(buf.len());
-    let line = &buf[..end];
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    (line, buf.get(end + 1..).unwrap_or_default())
-}
 
 /// The status line and the header block: (is HTTP/1.1 or later 1.x, status, fields).
 fn parse_head(head: &[u8]) -> Result<(bool, u16, Fields), ResponseError> {
@@ -220,16 +201,15 @@ struct Fields {
 
 impl Fields {
     fn add(&mut self, line: &[u8]) -> Result<(), ResponseError> {
-        let (name, value) = split_field(line)?;
+        let (name, value) = split_field(line).ok_or(ResponseError::Header)?;
         if name.eq_ignore_ascii_case(b"connection") {
-            for option in value.split(|&b| b == b',').map(trim_ows) {
-                self.close |= option.eq_ignore_ascii_case(b"close");
-                self.keep_alive |= option.eq_ignore_ascii_case(b"keep-alive");
-            }
+            let (close, keep_alive) = connection_options(value);
+            self.close |= close;
+            self.keep_alive |= keep_alive;
         } else if name.eq_ignore_ascii_case(b"content-length") {
             // Refused even beside Transfer-Encoding, which would override it: a bad or
             // conflicting length is a sign of response splitting (RFC 9112, 11.1).
-            let length = parse_length(value)?;
+            let length = parse_length(value).ok_or(ResponseError::ContentLength)?;
             if self.content_length.is_some_and(|earlier| earlier != length) {
                 return Err(ResponseError::ContentLength);
             }
@@ -244,34 +224,6 @@ impl Fields {
         }
         Ok(())
     }
-}
-
-/// `field-line = field-name ":" OWS field-value OWS`, as (name, trimmed value).
-fn split_field(line: &[u8]) -> Result<(&[u8], &[u8]), ResponseError> {
-    let colon = line.iter().position(|&b| b == b':').ok_or(ResponseError::Header)?;
-    let name = &line[..colon];
-    // A leading space (obs-fold) or one before the colon makes the name no token.
-    if name.is_empty() || !name.iter().all(|&b| is_tchar(b)) {
-        return Err(ResponseError::Header);
-    }
-    let value = trim_ows(&line[colon + 1..]);
-    if !value.iter().all(|&b| is_value_byte(b)) {
-        return Err(ResponseError::Header);
-    }
-    Ok((name, value))
-}
-
-/// `Content-Length = 1*DIGIT`, refusing signs, spaces, lists and overflow.
-fn parse_length(value: &[u8]) -> Result<u64, ResponseError> {
-    if value.is_empty() {
-        return Err(ResponseError::ContentLength);
-    }
-    value.iter().try_fold(0u64, |n, &b| {
-        if !b.is_ascii_digit() {
-            return Err(ResponseError::ContentLength);
-        }
-        n.checked_mul(10).and_then(|n| n.checked_add(u64::from(b - b'0'))).ok_or(ResponseError::ContentLength)
-    })
 }
 
 /// RFC 9112, 6.3, in its order: no body for HEAD, 1xx, 204, 304; then
@@ -380,7 +332,7 @@ fn trailers_len(buf: &[u8]) -> Result<Option<usize>, ResponseError> {
         if line.is_empty() {
             return Ok(Some(at));
         }
-        split_field(line)?;
+        split_field(line).ok_or(ResponseError::Header)?;
     }
     Ok(None)
 }

@@ -12,7 +12,10 @@
 //! skipped (both allowed by section 2.2). Everything else that breaks the grammar is
 //! an error, because a minimal server must never guess where a request ends.
 
-use super::syntax::{all_bytes, find_newline, is_target_byte, is_tchar, is_value_byte, trim_ows};
+use super::syntax::{
+    all_bytes, connection_options, find_head_end, is_target_byte, is_tchar, next_line, parse_length,
+    split_field,
+};
 
 /// The outcome of parsing a buffer that may hold only the start of a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -161,7 +164,8 @@ impl Progress {
     /// call's `buf` started (and extend it) until the result is not `Partial`.
     pub fn parse<'a>(&mut self, buf: &'a [u8], limits: &Limits) -> Result<Status<Request<'a>>, Error> {
         let start = skip_empty_line(buf);
-        let Some(head_len) = find_head_end(buf, self.scanned as usize) else {
+        // Three bytes back: a head's end seen in part last time ("\r\n\r").
+        let Some(head_len) = find_head_end(buf, (self.scanned as usize).saturating_sub(3)) else {
             self.scanned = buf.len() as u32;
             check_partial(&buf[start..], limits)?;
             return Ok(Status::Partial);
@@ -177,21 +181,6 @@ fn skip_empty_line(buf: &[u8]) -> usize {
         [b'\n', ..] => 1,
         [b'\r', b'\n', ..] => 2,
         _ => 0,
-    }
-}
-
-/// The length of the head (up to and including the empty line), looking from
-/// `scanned` on (less the three bytes an ending split across calls can span).
-fn find_head_end(buf: &[u8], scanned: usize) -> Option<usize> {
-    let from = scanned.saturating_sub(3);
-    let mut at = from + find_newline(buf.get(from..)?)?;
-    loop {
-        match &buf[at + 1..] {
-            [b'\n', ..] => return Some(at + 2),
-            [b'\r', b'\n', ..] => return Some(at + 3),
-            _ => {}
-        }
-        at += 1 + find_newline(&buf[at + 1..])?;
     }
 }
 
@@ -214,14 +203,6 @@ fn check_partial(line_start: &[u8], limits: &Limits) -> Result<(), Error> {
         return Err(Error::Method);
     }
     Ok(())
-}
-
-/// Splits off the next line (without its CRLF or LF) and returns it with the rest.
-fn next_line(buf: &[u8]) -> (&[u8], &[u8]) {
-    let end = find_newline(buf).unwrap_or(buf.len());
-    let line = &buf[..end];
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    (line, buf.get(end + 1..).unwrap_or_default())
 }
 
 fn parse_head<'a>(head: &'a [u8], limits: &Limits, head_len: usize) -> Result<Request<'a>, Error> {
@@ -315,27 +296,16 @@ struct Fields<'a> {
 
 impl<'a> Fields<'a> {
     fn add(&mut self, line: &'a [u8]) -> Result<(), Error> {
-        // The name is the token before the colon: a leading space (obs-fold), one
-        // before the colon, or no colon at all leave something else there.
-        let colon = line.iter().position(|&b| !is_tchar(b)).ok_or(Error::Header)?;
-        if colon == 0 || line[colon] != b':' {
-            return Err(Error::Header);
-        }
-        let name = &line[..colon];
-        let value = trim_ows(&line[colon + 1..]);
-        if !all_bytes(value, is_value_byte) {
-            return Err(Error::Header);
-        }
+        let (name, value) = split_field(line).ok_or(Error::Header)?;
         if name.eq_ignore_ascii_case(b"host") {
             self.host = Some(value);
             self.hosts += 1;
         } else if name.eq_ignore_ascii_case(b"connection") {
-            for option in value.split(|&b| b == b',').map(trim_ows) {
-                self.close |= option.eq_ignore_ascii_case(b"close");
-                self.keep_alive |= option.eq_ignore_ascii_case(b"keep-alive");
-            }
+            let (close, keep_alive) = connection_options(value);
+            self.close |= close;
+            self.keep_alive |= keep_alive;
         } else if name.eq_ignore_ascii_case(b"content-length") {
-            let length = parse_length(value)?;
+            let length = parse_length(value).ok_or(Error::ContentLength)?;
             if self.content_length.is_some_and(|earlier| earlier != length) {
                 return Err(Error::ContentLength);
             }
@@ -349,17 +319,4 @@ impl<'a> Fields<'a> {
         }
         Ok(())
     }
-}
-
-/// `Content-Length = 1*DIGIT`, refusing signs, spaces, lists and overflow.
-fn parse_length(value: &[u8]) -> Result<u64, Error> {
-    if value.is_empty() {
-        return Err(Error::ContentLength);
-    }
-    value.iter().try_fold(0u64, |n, &b| {
-        if !b.is_ascii_digit() {
-            return Err(Error::ContentLength);
-        }
-        n.checked_mul(10).and_then(|n| n.checked_add(u64::from(b - b'0'))).ok_or(Error::ContentLength)
-    })
 }

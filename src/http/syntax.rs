@@ -1,4 +1,6 @@
-//! Byte classes of the HTTP grammar (RFC 9110, 5.6.2 and 5.5; RFC 3986 for targets).
+//! The grammar both parses share, requests and responses: byte classes (RFC 9110,
+//! 5.6.2 and 5.5; RFC 3986 for targets), lines, header fields, and the framing and
+//! keep-alive fields' values.
 
 /// `tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" /
 /// "`" / "|" / "~" / DIGIT / ALPHA`: the bytes of a method or a field name.
@@ -52,6 +54,62 @@ pub(crate) fn find_newline(haystack: &[u8]) -> Option<usize> {
         offset += 8;
     }
     haystack[offset..].iter().position(|&b| b == b'\n').map(|i| offset + i)
+}
+
+/// The length of a head, up to and including its empty line, looking for line ends
+/// from `from` on; `None` while the empty line has not arrived.
+pub(crate) fn find_head_end(buf: &[u8], from: usize) -> Option<usize> {
+    let mut at = from + find_newline(buf.get(from..)?)?;
+    loop {
+        match &buf[at + 1..] {
+            [b'\n', ..] => return Some(at + 2),
+            [b'\r', b'\n', ..] => return Some(at + 3),
+            _ => {}
+        }
+        at += 1 + find_newline(&buf[at + 1..])?;
+    }
+}
+
+/// Splits off the next line (without its CRLF or LF) and returns it with the rest.
+pub(crate) fn next_line(buf: &[u8]) -> (&[u8], &[u8]) {
+    let end = find_newline(buf).unwrap_or(buf.len());
+    let line = &buf[..end];
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    (line, buf.get(end + 1..).unwrap_or_default())
+}
+
+/// `field-line = field-name ":" OWS field-value OWS`: the name and the trimmed value,
+/// or `None` when the line breaks the grammar. The name is the token before the
+/// colon, so a leading space (obs-fold), a space before the colon, or no colon at all
+/// leave something else there.
+pub(crate) fn split_field(line: &[u8]) -> Option<(&[u8], &[u8])> {
+    let colon = line.iter().position(|&b| !is_tchar(b))?;
+    if colon == 0 || line[colon] != b':' {
+        return None;
+    }
+    let value = trim_ows(&line[colon + 1..]);
+    all_bytes(value, is_value_byte).then_some((&line[..colon], value))
+}
+
+/// `Content-Length = 1*DIGIT`, refusing signs, spaces, lists and overflow.
+pub(crate) fn parse_length(value: &[u8]) -> Option<u64> {
+    if value.is_empty() {
+        return None;
+    }
+    value.iter().try_fold(0u64, |n, &b| {
+        let digit = b.is_ascii_digit().then(|| u64::from(b - b'0'))?;
+        n.checked_mul(10)?.checked_add(digit)
+    })
+}
+
+/// The `close` and `keep-alive` options of a `Connection` value (a comma list).
+pub(crate) fn connection_options(value: &[u8]) -> (bool, bool) {
+    value.split(|&b| b == b',').map(trim_ows).fold((false, false), |(close, keep_alive), option| {
+        (
+            close || option.eq_ignore_ascii_case(b"close"),
+            keep_alive || option.eq_ignore_ascii_case(b"keep-alive"),
+        )
+    })
 }
 
 /// Whether every byte of `bytes` satisfies `class`; without an early exit, so the
