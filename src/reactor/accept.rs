@@ -1,19 +1,24 @@
 //! Accepting: drained to `EAGAIN`, bounded by `max_connections`, and safe when the
 //! process runs out of descriptors.
 
-use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use super::connection::Connection;
-use super::{open_reserve, Closed, Protocol, Reactor};
-use crate::sys;
+use super::{open_reserve, Accept, Closed, Protocol, Reactor};
+use crate::sys::{self, AcceptError};
+
+/// Connections accepted per wake-up before the loop serves the ones it has: a
+/// flood of new connections must not starve established ones (or signals).
+const ACCEPTS_PER_WAKE: usize = 256;
 
 impl<P: Protocol> Reactor<P> {
+    /// Accepts until the queue is empty, or until a limit, a budget or an error
+    /// says when to look again (see [`Accept`]).
     pub(super) fn accept_all(&mut self) {
         let Some(listener) = self.listener.as_ref().map(AsRawFd::as_raw_fd) else { return };
-        loop {
+        for _ in 0..ACCEPTS_PER_WAKE {
             if self.connections.len() >= self.config.max_connections {
-                self.accept_paused = true;
+                self.accept = Accept::AtLimit;
                 return;
             }
             match sys::accept(listener) {
@@ -21,17 +26,19 @@ impl<P: Protocol> Reactor<P> {
                     self.stats.accepted += 1;
                     self.register(fd);
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if is_out_of_fds(&e) => {
-                    if !self.refuse_one(listener) {
+                Err(e) => match AcceptError::of(&e) {
+                    AcceptError::Drained => return,
+                    // That connection failed before we took it; the next one is there.
+                    AcceptError::Aborted => {}
+                    AcceptError::OutOfDescriptors if self.refuse_one(listener) => {}
+                    AcceptError::OutOfDescriptors | AcceptError::Other => {
+                        self.accept = Accept::NextTick;
                         return;
                     }
-                }
-                // The connection at the head of the queue failed (ECONNABORTED,
-                // EPROTO, ...); the next one is still there.
-                Err(_) => {}
+                },
             }
         }
+        self.accept = Accept::Now;
     }
 
     /// Serves a new connection's first request at once (a listener with
@@ -58,8 +65,4 @@ impl<P: Protocol> Reactor<P> {
         self.reserve_fd = open_reserve();
         refused
     }
-}
-
-fn is_out_of_fds(e: &io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
 }

@@ -22,7 +22,7 @@ impl<P: Protocol> Reactor<P> {
         socket.set_nodelay(true)?;
         match socket.connect(&addr.into()) {
             Ok(()) => {}
-            Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+            Err(e) if sys::is_in_progress(&e) => {}
             Err(e) => return Err(e),
         }
         let fd = OwnedFd::from(socket);
@@ -52,7 +52,7 @@ impl<P: Protocol> Reactor<P> {
         if conn.phase != Phase::Open {
             return;
         }
-        match answer(conn, &mut self.protocol, &[], &mut self.output) {
+        match answer(conn, &mut self.protocol, &[], false, &mut self.output) {
             // Flushes what an earlier answer left queued, and settles timers.
             Next::Wait => self.drive(token, false),
             next => self.finish(token, next),

@@ -61,9 +61,14 @@ impl<S> Connection<S> {
         if keep {
             return;
         }
+        if self.timer != timer {
+            // Progress made under the previous timer does not extend this one.
+            self.input_progressed = false;
+            self.output_progressed = false;
+        }
         self.timer = timer;
         // +1: the clock counts whole seconds, so a deadline `seconds` ahead could
         // otherwise come up to a second early.
-        self.deadline = if seconds == 0 { 0 } else { now + seconds + 1 };
+        self.deadline = if seconds == 0 { 0 } else { now.saturating_add(seconds).saturating_add(1) };
     }
 }

@@ -43,6 +43,11 @@ pub(crate) struct Connection<S> {
     pub(crate) output_progressed: bool,
     /// The protocol consumed some input since the last `rearm`.
     pub(crate) input_progressed: bool,
+    /// In the loop's queue of connections to serve again.
+    pub(crate) queued: bool,
+    /// The protocol left input unconsumed after answering part of it (it limits the
+    /// output of one call): call it again before reading more.
+    pub(crate) answer_more: bool,
 }
 
 impl<S: Default> Connection<S> {
@@ -60,6 +65,8 @@ impl<S: Default> Connection<S> {
             timer: Timer::Idle,
             output_progressed: false,
             input_progressed: false,
+            queued: false,
+            answer_more: false,
         }
     }
 }

@@ -33,6 +33,13 @@ pub(crate) fn read_and_answer<P: Protocol>(
             conn.read_paused = true;
             return Next::Wait;
         }
+        if conn.answer_more {
+            // Requests already received come before reading more.
+            match answer(conn, protocol, &[], false, output) {
+                Next::Wait => continue,
+                next => return next,
+            }
+        }
         let n = match sys::recv(conn.fd.as_raw_fd(), read_buffer) {
             Ok(0) => {
                 // The peer is done sending: what it sent last is kept for the
@@ -45,7 +52,8 @@ pub(crate) fn read_and_answer<P: Protocol>(
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Next::Wait,
             Err(e) => return Next::Close(Closed::ReadFailed(e.kind())),
         };
-        match answer(conn, protocol, &read_buffer[..n], output) {
+        let filled = n == read_buffer.len();
+        match answer(conn, protocol, &read_buffer[..n], filled, output) {
             Next::Wait => {}
             next => return next,
         }
@@ -71,10 +79,13 @@ pub(crate) fn discard_input<S>(conn: &mut Connection<S>, read_buffer: &mut [u8])
 
 /// Hands the protocol its input (`fresh`, after what is pending) and sends its
 /// answer. `Wait` means the connection stays open and can take more input.
+/// `maybe_more`: the socket may hold more input than was read (the read filled the
+/// buffer), so a close must linger.
 pub(crate) fn answer<P: Protocol>(
     conn: &mut Connection<P::Conn>,
     protocol: &mut P,
     fresh: &[u8],
+    maybe_more: bool,
     output: &mut Vec<u8>,
 ) -> Next {
     let from_pending = !conn.pending_input.is_empty();
@@ -85,13 +96,16 @@ pub(crate) fn answer<P: Protocol>(
     output.clear();
     let verdict = protocol.on_data(&mut conn.state, input, output);
     let consumed = verdict.consumed.min(input.len());
+    // Some input answered and some left: the protocol may have stopped at its
+    // output budget with whole requests left, which no new edge would bring back.
+    conn.answer_more = verdict.keep_open && consumed < input.len() && !output.is_empty();
     if verdict.keep_open {
         conn.keep_input(from_pending, fresh, consumed);
     } else {
         // Bytes beyond the last answer, or a request still arriving: the peer may
         // go on sending, and closing on unread input would reset the connection
         // and could destroy our answer before the peer reads it.
-        let linger = consumed < input.len() || P::mid_request(&conn.state);
+        let linger = consumed < input.len() || maybe_more || P::mid_request(&conn.state);
         conn.pending_input = Vec::new();
         conn.phase = Phase::Closing { linger };
     }

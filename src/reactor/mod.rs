@@ -114,8 +114,21 @@ pub struct Reactor<P: Protocol> {
     drain_deadline: Option<u32>,
     stats: Stats,
     config: Config,
-    /// Accepting stopped at `max_connections`; resumed when a slot frees.
-    accept_paused: bool,
+    /// When to look at the listener's queue without a new edge.
+    accept: Accept,
+}
+
+/// When the loop looks at the listener's queue again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Accept {
+    /// On its next edge: the queue was drained.
+    OnEdge,
+    /// At the end of this turn: the accept budget ran out.
+    Now,
+    /// Once a connection closes: at `max_connections`.
+    AtLimit,
+    /// At the next tick: accept failed for want of memory or descriptors.
+    NextTick,
 }
 
 impl<P: Protocol> Reactor<P> {
@@ -146,7 +159,7 @@ impl<P: Protocol> Reactor<P> {
             drain_deadline: None,
             stats: Stats::default(),
             config,
-            accept_paused: false,
+            accept: Accept::OnEdge,
         })
     }
 
@@ -169,8 +182,9 @@ impl<P: Protocol> Reactor<P> {
             let _ = self.epoll.delete(listener.as_raw_fd());
         }
         self.protocol.on_drain();
-        self.drain_deadline = Some(self.clock.now().saturating_add(timeout.as_secs().max(1) as u32));
-        self.close_where(Connection::is_idle, Closed::Done);
+        let seconds = u32::try_from(timeout.as_secs()).unwrap_or(u32::MAX).max(1);
+        self.drain_deadline = Some(self.clock.now().saturating_add(seconds));
+        self.close_where(|conn| conn.is_idle() && !P::mid_request(&conn.state), Closed::Done);
     }
 
     /// Whether [`drain`](Reactor::drain) was called.
@@ -209,9 +223,14 @@ impl<P: Protocol> Reactor<P> {
     /// drives the loop itself, such as a client sending on a schedule.
     pub fn turn(&mut self, max_wait: Duration) -> stdio::Result<Option<Wake>> {
         let max_ms = max_wait.as_millis().min(i32::MAX as u128) as i32;
-        let timeout = if self.again.is_empty() { self.clock.ms_to_next_second().min(max_ms) } else { 0 };
+        let busy = !self.again.is_empty() || self.accept == Accept::Now;
+        let timeout = if busy { 0 } else { self.clock.ms_to_next_second().min(max_ms) };
         let mut events = std::mem::take(&mut self.events);
-        self.epoll.wait(&mut events, timeout)?;
+        let waited = self.epoll.wait(&mut events, timeout);
+        if let Err(e) = waited {
+            self.events = events;
+            return Err(e);
+        }
         let mut control = false;
         for event in &events {
             match event.token() {
@@ -222,19 +241,30 @@ impl<P: Protocol> Reactor<P> {
         }
         self.events = events;
         for token in std::mem::take(&mut self.again) {
+            if let Some(conn) = self.connections.get_mut(token) {
+                conn.queued = false;
+            }
             self.drive(token, true);
         }
-        if let Some(now) = self.clock.advance() {
+        let tick = self.clock.advance();
+        if let Some(now) = tick {
             self.protocol.on_tick(now);
             self.close_expired();
         }
         if self.drain_deadline.is_some() && self.connections.len() == 0 {
             return Ok(Some(Wake::Drained));
         }
-        if self.accept_paused && self.connections.len() < self.config.max_connections && !self.is_draining() {
-            // The listener is edge-triggered: connections queued while paused raise
-            // no new edge, so look at the queue now.
-            self.accept_paused = false;
+        // The listener is edge-triggered: connections left in its queue (at the
+        // connection limit, after the accept budget, after an error) raise no new
+        // edge, so the loop looks at the queue again itself.
+        let retry = match self.accept {
+            Accept::OnEdge => false,
+            Accept::Now => true,
+            Accept::AtLimit => self.connections.len() < self.config.max_connections,
+            Accept::NextTick => tick.is_some(),
+        };
+        if retry && !self.is_draining() {
+            self.accept = Accept::OnEdge;
             self.accept_all();
         }
         Ok(control.then_some(Wake::Control))
@@ -262,7 +292,9 @@ impl<P: Protocol> Reactor<P> {
             Phase::Lingering if readable => discard_input(conn, &mut self.read_buffer),
             Phase::Lingering => Next::Wait,
             Phase::Open => {
-                let resume = conn.read_paused && conn.unsent() <= OUTPUT_CAP;
+                // Reading paused for output, or requests left unanswered at the
+                // protocol's output budget: no new edge will come for either.
+                let resume = (conn.read_paused || conn.answer_more) && conn.unsent() <= OUTPUT_CAP;
                 if readable || resume {
                     conn.read_paused = false;
                     read_and_answer(conn, &mut self.protocol, &mut self.read_buffer, &mut self.output)
@@ -280,7 +312,12 @@ impl<P: Protocol> Reactor<P> {
             Next::Wait => self.rearm(token),
             Next::Again => {
                 self.rearm(token);
-                self.again.push(token);
+                if let Some(conn) = self.connections.get_mut(token) {
+                    // Once in the queue however many edges come before its turn.
+                    if !std::mem::replace(&mut conn.queued, true) {
+                        self.again.push(token);
+                    }
+                }
             }
             Next::Close(closed) => self.close(token, closed),
             Next::Settle => self.settle(token),
@@ -295,7 +332,8 @@ impl<P: Protocol> Reactor<P> {
     }
 
     fn close_if_idle(&mut self, token: Token) {
-        if self.connections.get_mut(token).is_some_and(|conn| conn.is_idle()) {
+        if self.connections.get_mut(token).is_some_and(|conn| conn.is_idle() && !P::mid_request(&conn.state))
+        {
             self.close(token, Closed::Done);
         }
     }
@@ -317,17 +355,23 @@ impl<P: Protocol> Reactor<P> {
     }
 
     /// Closes a connection whose output is all sent, lingering first when the peer
-    /// may still be sending.
+    /// may still be sending: unread input at close makes the kernel reset the
+    /// connection, which can destroy the answer before the peer reads it.
     fn settle(&mut self, token: Token) {
         let Some(conn) = self.connections.get_mut(token) else { return };
         let Phase::Closing { linger } = conn.phase else { return };
         if conn.unsent() > 0 {
-            return;
+            // Held to the send timeout until the rest is taken.
+            return self.rearm(token);
         }
-        if linger && !conn.read_closed && sys::shutdown_write(conn.fd.as_raw_fd()).is_ok() {
-            conn.phase = Phase::Lingering;
-            let next = discard_input(conn, &mut self.read_buffer);
-            return self.finish(token, next);
+        if linger {
+            // After the peer's end of stream only what is queued remains to be read;
+            // before it, our end of stream tells the peer to finish.
+            if conn.read_closed || sys::shutdown_write(conn.fd.as_raw_fd()).is_ok() {
+                conn.phase = Phase::Lingering;
+                let next = discard_input(conn, &mut self.read_buffer);
+                return self.finish(token, next);
+            }
         }
         let closed = if conn.read_closed { Closed::ByPeer } else { Closed::Done };
         self.close(token, closed);

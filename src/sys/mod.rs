@@ -132,6 +132,48 @@ pub fn accept(listener: RawFd) -> io::Result<OwnedFd> {
     }
 }
 
+/// What a failed `accept4` means for the loop (accept(2), "Error handling").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AcceptError {
+    /// The queue is empty.
+    Drained,
+    /// The connection at the head of the queue failed before it was taken; the
+    /// next one is there.
+    Aborted,
+    /// The process or the system has no descriptor left.
+    OutOfDescriptors,
+    /// Anything else (no memory for socket buffers, ...): try again later.
+    Other,
+}
+
+impl AcceptError {
+    /// Classifies an error of [`accept`].
+    pub fn of(e: &io::Error) -> AcceptError {
+        match e.raw_os_error() {
+            Some(libc::EAGAIN) => AcceptError::Drained,
+            Some(libc::EMFILE | libc::ENFILE) => AcceptError::OutOfDescriptors,
+            Some(
+                libc::ECONNABORTED
+                | libc::EPROTO
+                | libc::EPERM
+                | libc::ENETDOWN
+                | libc::ENOPROTOOPT
+                | libc::EHOSTDOWN
+                | libc::ENONET
+                | libc::EHOSTUNREACH
+                | libc::EOPNOTSUPP
+                | libc::ENETUNREACH,
+            ) => AcceptError::Aborted,
+            _ => AcceptError::Other,
+        }
+    }
+}
+
+/// Whether a non-blocking `connect` failed only because it is still under way.
+pub fn is_in_progress(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EINPROGRESS)
+}
+
 /// Reads into `buf`; `Ok(0)` is end of stream, `WouldBlock` means drained.
 pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
     loop {
