@@ -6,6 +6,9 @@ use super::parse::{Limits, Method, Progress, Status, Version};
 use super::response::{http_date, Response, Variants};
 use crate::reactor::{Counts, Protocol, Verdict};
 
+/// Output of one call after which the rest of a pipeline waits for the peer to read.
+const OUTPUT_BUDGET: usize = 256 * 1024;
+
 /// What [`Hello`] answers with, and the limits it enforces.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HelloConfig {
@@ -117,6 +120,11 @@ impl Protocol for Hello {
     fn on_data(&mut self, conn: &mut HelloConn, input: &[u8], out: &mut Vec<u8>) -> Verdict {
         let mut at = 0;
         loop {
+            if out.len() >= OUTPUT_BUDGET {
+                // Many pipelined requests for a large body: the loop calls again once
+                // the peer has taken this much.
+                return Verdict::keep(at);
+            }
             let skipped = conn.body_left.min((input.len() - at) as u64);
             conn.body_left -= skipped;
             at += skipped as usize;
@@ -150,7 +158,7 @@ impl Protocol for Hello {
             }
             // While stopping, every request already received is answered; the last
             // one in the input tells the client to close.
-            let received_all = at as u64 + conn.body_left >= input.len() as u64;
+            let received_all = (at as u64).saturating_add(conn.body_left) >= input.len() as u64;
             let keep_alive = request.keep_alive && !(self.draining && received_all);
             let variants = match request.method {
                 Method::Get | Method::Head => &self.ok,

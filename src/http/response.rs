@@ -82,11 +82,6 @@ impl Variants {
         }
     }
 
-    /// The closing variant.
-    pub fn close(&self) -> &Response {
-        &self.close
-    }
-
     /// Writes `date` into every variant.
     pub fn set_date(&mut self, date: &[u8; DATE_LEN]) {
         for response in [&mut self.keep_alive, &mut self.keep_alive_http10, &mut self.close] {
