@@ -122,12 +122,12 @@ impl ServerArgs {
 impl Stopped {
     /// The exit status for a server that stopped this way: 0 after a graceful stop,
     /// 130 (as after Ctrl-C) when a second SIGINT cut it short, 1 when a worker kept
-    /// dying.
+    /// dying or did not stop cleanly.
     pub fn exit_code(&self) -> ExitCode {
         match self {
             Stopped::Gracefully => ExitCode::SUCCESS,
             Stopped::AtOnce => ExitCode::from(130),
-            Stopped::GaveUp(_) => ExitCode::FAILURE,
+            Stopped::GaveUp(_) | Stopped::Unclean(_) => ExitCode::FAILURE,
         }
     }
 }

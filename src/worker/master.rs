@@ -80,7 +80,7 @@ impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>> Master<'a, F> {
                     _ => self.stop(signal),
                 }
             }
-            self.restart_due()?;
+            self.restart_due();
             if self.kill_at.is_some_and(|at| at <= Instant::now()) {
                 self.signal_workers(libc::SIGKILL);
             }
@@ -122,6 +122,10 @@ impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>> Master<'a, F> {
             self.slots[index].pid = None;
             if self.kill_at.is_none() {
                 self.on_crash(index, exit);
+            } else if exit != Exit::Code(0) && self.outcome == Stopped::Gracefully {
+                let why = format!("worker {index} {exit} while stopping");
+                say!("percore: {why}");
+                self.outcome = Stopped::Unclean(why);
             }
         }
         Ok(())
@@ -148,21 +152,32 @@ impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>> Master<'a, F> {
         slot.restart_at = Some(now + backoff);
     }
 
-    fn restart_due(&mut self) -> std::io::Result<()> {
+    /// Restarts the workers whose back-off is over. A fork that fails is tried again
+    /// later: one failure must not take down the workers that run.
+    fn restart_due(&mut self) {
         let now = Instant::now();
         for index in 0..self.slots.len() {
             if self.kill_at.is_none() && self.slots[index].restart_at.is_some_and(|at| at <= now) {
-                self.start(index)?;
+                if let Err(e) = self.start(index) {
+                    say!(
+                        "percore: cannot restart worker {index}: {e}; trying again in {} ms",
+                        MAX_BACKOFF.as_millis()
+                    );
+                    self.slots[index].restart_at = Some(now + MAX_BACKOFF);
+                }
             }
         }
-        Ok(())
     }
 
     /// A first SIGTERM or SIGINT starts a graceful stop of every worker; a SIGINT
     /// during one stops them at once.
     fn stop(&mut self, signal: libc::c_int) {
         if self.kill_at.is_none() {
-            self.kill_at = Some(Instant::now() + self.options.shutdown_timeout + KILL_GRACE);
+            let grace = self.options.shutdown_timeout.saturating_add(KILL_GRACE);
+            self.kill_at = Some(Instant::now().checked_add(grace).unwrap_or_else(far_future));
+            for slot in &mut self.slots {
+                slot.restart_at = None;
+            }
             self.signal_workers(libc::SIGTERM);
         } else if signal == libc::SIGINT {
             self.outcome = Stopped::AtOnce;
@@ -182,7 +197,13 @@ impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>> Master<'a, F> {
         let restarts = self.slots.iter().filter_map(|slot| slot.restart_at);
         let next = restarts.chain(self.kill_at).min();
         next.map_or(-1, |at| {
-            at.saturating_duration_since(Instant::now()).as_millis().min(i32::MAX as u128) as i32 + 1
+            let millis = at.saturating_duration_since(Instant::now()).as_millis();
+            i32::try_from(millis).unwrap_or(i32::MAX - 1) + 1
         })
     }
+}
+
+/// A time no stop will reach, for a shutdown timeout too large to add to now.
+fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600)
 }

@@ -56,6 +56,8 @@ pub enum Stopped {
     AtOnce,
     /// A worker kept dying; the message says which and how.
     GaveUp(String),
+    /// A worker crashed or was killed while stopping; the message says which.
+    Unclean(String),
 }
 
 /// Binds the listeners, prints `listening on ADDR:PORT` on stderr, forks the workers
@@ -127,7 +129,8 @@ fn clamp_backlog(backlog: u32) -> i32 {
 /// Raises this process's open-file limit to its hard limit (workers inherit it) and
 /// warns, in one line, when that is below what `max_conns` per worker needs.
 pub(crate) fn raise_fd_limit(max_conns: u64) -> u64 {
-    let limit = sys::raise_nofile_limit().unwrap_or(0);
+    // Unknown (getrlimit failed): assume no limit rather than cap connections at 0.
+    let limit = sys::raise_nofile_limit().unwrap_or(u64::MAX);
     // A few descriptors beyond the connections: listener, epoll, signalfd, stdio.
     let needed = max_conns + 16;
     if limit < needed {
