@@ -394,3 +394,76 @@ fn slow_reader_cannot_grow_the_worker() {
     }
     assert_eq!(writer.join().expect("the writer thread"), REQUESTS, "requests written");
 }
+
+/// A body file of `len` bytes under the temp dir, removed on drop.
+struct BodyFile(std::path::PathBuf);
+
+impl BodyFile {
+    fn new(len: usize) -> BodyFile {
+        let path = std::env::temp_dir().join(format!("percore-limits-body-{}-{len}", std::process::id()));
+        std::fs::write(&path, vec![b'x'; len]).expect("writing the body file");
+        BodyFile(path)
+    }
+    fn path(&self) -> &str {
+        self.0.to_str().expect("a UTF-8 temp path")
+    }
+}
+
+impl Drop for BodyFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[test]
+fn send_timeout_drops_a_closing_connection_whose_peer_never_reads() {
+    // The answer closes the connection (HTTP/1.0) but is far larger than the socket
+    // buffers, so the connection waits, closing, for a peer that never reads.
+    let body = BodyFile::new(8 * 1024 * 1024);
+    let (server, worker) = one_worker(&["--send-timeout", "1", "--body-file", body.path()]);
+    let baseline = idle_fd_count(&server, worker);
+    let stream = connect(server.addr());
+    (&stream).write_all(b"GET / HTTP/1.0\r\n\r\n").expect("sending");
+    assert_fds_back(worker, baseline, "after the send timeout of a closing connection");
+    drop(stream);
+}
+
+#[test]
+fn pipelined_requests_for_a_large_body_cannot_grow_the_worker() {
+    const REQUESTS: usize = 300;
+    const RSS_BOUND_KIB: u64 = 64 * 1024;
+    // 300 requests in one write would be 300 MiB of answers if they were all
+    // produced at once.
+    let body = BodyFile::new(1024 * 1024);
+    let (server, worker) = one_worker(&["--body-file", body.path()]);
+    let stream = connect(server.addr());
+    (&stream).write_all(&GET.repeat(REQUESTS)).expect("sending");
+    let mut peak = 0;
+    wait_until(Duration::from_secs(1), || {
+        peak = peak.max(vm_rss_kib(worker));
+        false
+    });
+    assert!(peak < RSS_BOUND_KIB, "worker VmRSS reached {peak} KiB (bound {RSS_BOUND_KIB} KiB)");
+    let mut reader = BufReader::with_capacity(1024 * 1024, &stream);
+    for i in 0..REQUESTS {
+        let status = read_response(&mut reader).unwrap_or_else(|e| panic!("response {i}: {e}"));
+        assert_eq!(status, OK, "response {i}");
+    }
+}
+
+#[test]
+fn half_close_with_bytes_after_a_closing_request_gets_the_whole_answer() {
+    let (server, _) = one_worker(&[]);
+    for _ in 0..20 {
+        let mut stream = connect(server.addr());
+        // Bytes after the request that closes, then our end of stream: the server
+        // must read them before it closes, or the kernel resets the connection.
+        stream.write_all(b"GET / HTTP/1.0\r\n\r\nGET /never HTTP/1.0\r\n\r\n").expect("sending");
+        stream.shutdown(std::net::Shutdown::Write).expect("half-closing");
+        let mut all = Vec::new();
+        stream.read_to_end(&mut all).expect("the answer, then a clean end of stream, not a reset");
+        let text = String::from_utf8_lossy(&all);
+        assert!(text.starts_with(OK) && text.ends_with("hello, world!\n"), "got {text:?}");
+        assert_eq!(text.matches("HTTP/1.1").count(), 1, "only the first request is answered");
+    }
+}
