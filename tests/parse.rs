@@ -51,6 +51,8 @@ valid! {
     bare_lf: b"GET / HTTP/1.1\nHost: a\n\n" => Get "/" Http11 keep=true len=0 host=Some("a");
     leading_empty_line: b"\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n" => Get "/" Http11 keep=true len=0 host=Some("a");
     ows_is_trimmed: b"GET / HTTP/1.1\r\nHost:  \t a.example \t\r\n\r\n" => Get "/" Http11 keep=true len=0 host=Some("a.example");
+    ipv6_host_and_port: b"GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n" => Get "/" Http11 keep=true len=0 host=Some("[::1]:8080");
+    empty_host: b"GET / HTTP/1.1\r\nHost:\r\n\r\n" => Get "/" Http11 keep=true len=0 host=Some("");
     empty_value: b"GET / HTTP/1.1\r\nHost: a\r\nX-Empty:\r\n\r\n" => Get "/" Http11 keep=true len=0 host=Some("a");
     obs_text_in_value: b"GET / HTTP/1.1\r\nHost: a\r\nX: caf\xc3\xa9\r\n\r\n" => Get "/" Http11 keep=true len=0 host=Some("a");
 }
@@ -140,6 +142,8 @@ invalid! {
     control_in_name: b"GET / HTTP/1.1\r\nHost: a\r\nX\x01Y: 1\r\n\r\n" => Header;
     missing_host: b"GET / HTTP/1.1\r\n\r\n" => Host;
     two_hosts: b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n" => Host;
+    host_with_a_space: b"GET / HTTP/1.1\r\nHost: a b\r\n\r\n" => Host;
+    host_with_a_slash: b"GET / HTTP/1.1\r\nHost: a/b\r\n\r\n" => Host;
     negative_length: b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n" => ContentLength;
     overflowing_length: b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 18446744073709551616\r\n\r\n" => ContentLength;
     conflicting_lengths: b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n" => ContentLength;

@@ -13,8 +13,8 @@
 //! an error, because a minimal server must never guess where a request ends.
 
 use super::syntax::{
-    all_bytes, connection_options, find_head_end, is_target_byte, is_tchar, next_line, parse_length,
-    split_field,
+    all_bytes, connection_options, find_head_end, is_host_byte, is_target_byte, is_tchar, next_line,
+    parse_length, split_field,
 };
 
 /// The outcome of parsing a buffer that may hold only the start of a request.
@@ -84,7 +84,7 @@ pub enum Error {
     ContentLength,
     /// `Transfer-Encoding` other than `chunked`, or together with `Content-Length`.
     TransferEncoding,
-    /// An HTTP/1.1 request without `Host`, or any request with two.
+    /// An HTTP/1.1 request without `Host`, any request with two, or an invalid one.
     Host,
     /// The request line is longer than the limit.
     RequestLineTooLong,
@@ -114,7 +114,7 @@ impl std::fmt::Display for Error {
             Error::Header => "invalid header line",
             Error::ContentLength => "invalid Content-Length",
             Error::TransferEncoding => "unsupported Transfer-Encoding",
-            Error::Host => "missing or repeated Host",
+            Error::Host => "missing, repeated or invalid Host",
             Error::RequestLineTooLong => "request line too long",
             Error::HeadTooLarge => "request head too large",
         })
@@ -298,6 +298,9 @@ impl<'a> Fields<'a> {
     fn add(&mut self, line: &'a [u8]) -> Result<(), Error> {
         let (name, value) = split_field(line).ok_or(Error::Header)?;
         if name.eq_ignore_ascii_case(b"host") {
+            if !all_bytes(value, is_host_byte) {
+                return Err(Error::Host);
+            }
             self.host = Some(value);
             self.hosts += 1;
         } else if name.eq_ignore_ascii_case(b"connection") {

@@ -124,6 +124,29 @@ pub(crate) fn is_target_byte(b: u8) -> bool {
     b > b' ' && b != 0x7f
 }
 
+/// A byte of a `Host` value, `uri-host [ ":" port ]` (RFC 3986, 3.2.2): unreserved,
+/// percent-encoded, sub-delims, and the colon and brackets of a port or an IPv6
+/// literal. Anything else makes the value invalid, which RFC 9112, 3.2, refuses.
+pub(crate) fn is_host_byte(b: u8) -> bool {
+    HOST[b as usize]
+}
+
+const HOST: [bool; 256] = {
+    let mut table = [false; 256];
+    let extra = b"-._~%!$&'()*+,;=:[]";
+    let mut b = 0;
+    while b < 256 {
+        table[b] = (b as u8).is_ascii_alphanumeric();
+        b += 1;
+    }
+    let mut i = 0;
+    while i < extra.len() {
+        table[extra[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
+
 /// `field-value` bytes: visible ASCII, SP, HTAB and obs-text; no other control byte
 /// (so no NUL and no CR inside a value).
 pub(crate) fn is_value_byte(b: u8) -> bool {
