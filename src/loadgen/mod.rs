@@ -140,6 +140,8 @@ impl Job {
             request_timeout: secs,
             idle_timeout: 0,
             send_timeout: secs,
+            // A response is parsed only when whole: a large body is buffered entire.
+            max_pending_input: usize::MAX,
         };
         let mut reactor =
             Reactor::client(Load::new(self.plan.clone(), self.budget), config).map_err(|e| e.to_string())?;

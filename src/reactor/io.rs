@@ -27,6 +27,7 @@ pub(crate) fn read_and_answer<P: Protocol>(
     protocol: &mut P,
     read_buffer: &mut [u8],
     output: &mut Vec<u8>,
+    max_pending_input: usize,
 ) -> Next {
     for _ in 0..READS_PER_WAKE {
         if conn.unsent() > OUTPUT_CAP {
@@ -54,6 +55,7 @@ pub(crate) fn read_and_answer<P: Protocol>(
         };
         let filled = n == read_buffer.len();
         match answer(conn, protocol, &read_buffer[..n], filled, output) {
+            Next::Wait if conn.pending_input.len() > max_pending_input => return Next::Close(Closed::Done),
             Next::Wait => {}
             next => return next,
         }

@@ -297,7 +297,8 @@ impl<P: Protocol> Reactor<P> {
                 let resume = (conn.read_paused || conn.answer_more) && conn.unsent() <= OUTPUT_CAP;
                 if readable || resume {
                     conn.read_paused = false;
-                    read_and_answer(conn, &mut self.protocol, &mut self.read_buffer, &mut self.output)
+                    let limit = self.config.max_pending_input;
+                    read_and_answer(conn, &mut self.protocol, &mut self.read_buffer, &mut self.output, limit)
                 } else {
                     Next::Wait
                 }

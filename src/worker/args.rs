@@ -114,6 +114,7 @@ impl ServerArgs {
                 request_timeout: self.header_timeout,
                 idle_timeout: self.keepalive_timeout,
                 send_timeout: self.send_timeout,
+                ..Config::default()
             },
         }
     }
