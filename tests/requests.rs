@@ -7,7 +7,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::thread;
 use std::time::Duration;
 
-use util::{Client, Method, Response, Server};
+use util::{date_of, Client, Method, Server};
 
 const HELLO: &[u8] = b"hello, world!\n";
 const OK: &str = "HTTP/1.1 200 OK";
@@ -125,16 +125,6 @@ fn for_each_case(cases: &[Case], check: impl Fn(&Case)) {
         .map(|case| case.name)
         .collect();
     assert!(failed.is_empty(), "failed cases (their panics are printed above): {failed:?}");
-}
-
-/// The Date header, checked to be a 29-byte IMF-fixdate.
-fn date_of(response: &Response) -> &str {
-    let date = response.header("Date").unwrap_or_else(|| panic!("no Date header in {response:?}"));
-    assert_eq!(date.len(), 29, "Date {date:?} is not 29 bytes");
-    let parsed =
-        httpdate::parse_http_date(date).unwrap_or_else(|e| panic!("Date {date:?} does not parse: {e}"));
-    assert_eq!(httpdate::fmt_http_date(parsed), date, "Date is not IMF-fixdate");
-    date
 }
 
 /// Sends `bytes` then [`NEXT`] on a fresh connection, and asserts the answer is

@@ -704,3 +704,15 @@ pub fn run_capturing_within(program: &Path, args: &[&str], timeout: Duration) ->
     let status = child.0.wait().expect("waiting for child");
     Finished { status, stdout, stderr }
 }
+
+/// The response's `Date` value, asserted to be a 29-byte IMF-fixdate.
+pub fn date_of(response: &Response) -> &str {
+    let date = response.header("Date").unwrap_or_else(|| panic!("no Date header in {response:?}"));
+    assert_eq!(date.len(), 29, "Date {date:?} is not 29 bytes");
+    let parsed =
+        httpdate::parse_http_date(date).unwrap_or_else(|e| panic!("Date {date:?} does not parse: {e}"));
+    // parse_http_date also accepts the obsolete RFC 850 and asctime forms;
+    // formatting back yields IMF-fixdate, so equality pins the format down.
+    assert_eq!(httpdate::fmt_http_date(parsed), date, "Date is not IMF-fixdate");
+    date
+}
