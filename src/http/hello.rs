@@ -4,10 +4,7 @@ use std::time::SystemTime;
 
 use super::parse::{Limits, Method, Progress, Status, Version};
 use super::response::{http_date, Response, Variants};
-use crate::reactor::{Counts, Protocol, Verdict};
-
-/// Output of one call after which the rest of a pipeline waits for the peer to read.
-const OUTPUT_BUDGET: usize = 256 * 1024;
+use crate::reactor::{Counts, Protocol, Verdict, OUTPUT_BUDGET};
 
 /// What [`Hello`] answers with, and the limits it enforces.
 #[derive(Clone, Debug, PartialEq, Eq)]

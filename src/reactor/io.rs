@@ -4,7 +4,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 
 use super::connection::{Connection, Phase};
-use super::{Closed, Protocol, OUTPUT_CAP, READS_PER_WAKE};
+use super::{Closed, Protocol, OUTPUT_BUDGET, READS_PER_WAKE};
 use crate::sys;
 
 /// What to do with a connection after some work on it.
@@ -30,7 +30,7 @@ pub(crate) fn read_and_answer<P: Protocol>(
     max_pending_input: usize,
 ) -> Next {
     for _ in 0..READS_PER_WAKE {
-        if conn.unsent() > OUTPUT_CAP {
+        if conn.unsent() > OUTPUT_BUDGET {
             conn.read_paused = true;
             return Next::Wait;
         }
@@ -98,9 +98,9 @@ pub(crate) fn answer<P: Protocol>(
     output.clear();
     let verdict = protocol.on_data(&mut conn.state, input, output);
     let consumed = verdict.consumed.min(input.len());
-    // Some input answered and some left: the protocol may have stopped at its
-    // output budget with whole requests left, which no new edge would bring back.
-    conn.answer_more = verdict.keep_open && consumed < input.len() && !output.is_empty();
+    // Stopped at the output budget with input left: whole requests may be waiting,
+    // which no new edge would bring back.
+    conn.answer_more = verdict.keep_open && consumed < input.len() && output.len() >= OUTPUT_BUDGET;
     if verdict.keep_open {
         conn.keep_input(from_pending, fresh, consumed);
     } else {

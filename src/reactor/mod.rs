@@ -40,8 +40,9 @@ const READ_BUFFER: usize = 64 * 1024;
 /// Reads one connection may do per wake-up before the others get their turn.
 const READS_PER_WAKE: usize = 16;
 /// Unsent output above which a connection's input is not read further, so a client
-/// that pipelines without reading cannot grow the worker's memory.
-const OUTPUT_CAP: usize = 256 * 1024;
+/// that pipelines without reading cannot grow the worker's memory; and the output
+/// after which a protocol may stop answering in one call (see [`Protocol::on_data`]).
+pub const OUTPUT_BUDGET: usize = 256 * 1024;
 /// Events taken from the kernel per `epoll_wait`.
 const EVENTS_PER_WAIT: usize = 1024;
 
@@ -294,7 +295,7 @@ impl<P: Protocol> Reactor<P> {
             Phase::Open => {
                 // Reading paused for output, or requests left unanswered at the
                 // protocol's output budget: no new edge will come for either.
-                let resume = (conn.read_paused || conn.answer_more) && conn.unsent() <= OUTPUT_CAP;
+                let resume = (conn.read_paused || conn.answer_more) && conn.unsent() <= OUTPUT_BUDGET;
                 if readable || resume {
                     conn.read_paused = false;
                     let limit = self.config.max_pending_input;

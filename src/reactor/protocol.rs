@@ -65,10 +65,10 @@ pub trait Protocol {
     type Conn: Default;
 
     /// Handles `input`: every byte received and not yet consumed, oldest first.
-    /// Appends the response bytes to `out` and says how much input it used. A
-    /// protocol may stop early to bound its output (say, at a few hundred KiB): when
-    /// it answered something and left input, the loop calls it again, once the peer
-    /// has taken enough of the output, before reading more.
+    /// Appends the response bytes to `out` and says how much input it used. To bound
+    /// its memory a protocol may stop once `out` holds [`OUTPUT_BUDGET`](super::OUTPUT_BUDGET)
+    /// bytes, leaving input: the loop calls it again, once the peer has taken the
+    /// output, before it reads more.
     fn on_data(&mut self, conn: &mut Self::Conn, input: &[u8], out: &mut Vec<u8>) -> Verdict;
 
     /// A connection the loop opened with [`Reactor::connect`](super::Reactor::connect):
