@@ -41,9 +41,8 @@ impl Default for Config {
 }
 
 /// Which timeout a connection is under.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Timer {
-    #[default]
     Idle,
     Request,
     Send,

@@ -72,7 +72,8 @@ impl<S: Default> Connection<S> {
 }
 
 impl<S> Connection<S> {
-    /// Open, with no partial request and nothing to send: safe to close at any time.
+    /// Open, with no partial request in its buffer and nothing to send (the protocol
+    /// may still be mid-request: see `Reactor::is_idle`).
     pub(crate) fn is_idle(&self) -> bool {
         self.phase == Phase::Open && self.pending_input.is_empty() && self.unsent() == 0
     }

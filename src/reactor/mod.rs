@@ -185,7 +185,7 @@ impl<P: Protocol> Reactor<P> {
         self.protocol.on_drain();
         let seconds = u32::try_from(timeout.as_secs()).unwrap_or(u32::MAX).max(1);
         self.drain_deadline = Some(self.clock.now().saturating_add(seconds));
-        self.close_where(|conn| conn.is_idle() && !P::mid_request(&conn.state), Closed::Done);
+        self.close_where(Self::is_idle, Closed::Done);
     }
 
     /// Whether [`drain`](Reactor::drain) was called.
@@ -241,11 +241,16 @@ impl<P: Protocol> Reactor<P> {
             }
         }
         self.events = events;
-        for token in std::mem::take(&mut self.again) {
+        let mut batch = std::mem::take(&mut self.again);
+        for token in batch.drain(..) {
             if let Some(conn) = self.connections.get_mut(token) {
                 conn.queued = false;
             }
             self.drive(token, true);
+        }
+        if self.again.is_empty() {
+            // Keeps the capacity: no allocation per busy turn.
+            self.again = batch;
         }
         let tick = self.clock.advance();
         if let Some(now) = tick {
@@ -334,10 +339,15 @@ impl<P: Protocol> Reactor<P> {
     }
 
     fn close_if_idle(&mut self, token: Token) {
-        if self.connections.get_mut(token).is_some_and(|conn| conn.is_idle() && !P::mid_request(&conn.state))
-        {
+        if self.connections.get_mut(token).is_some_and(|conn| Self::is_idle(conn)) {
             self.close(token, Closed::Done);
         }
+    }
+
+    /// Safe to close at any time: no request partly received (nor a body still
+    /// arriving) and nothing to send.
+    fn is_idle(conn: &Connection<P::Conn>) -> bool {
+        conn.is_idle() && !P::mid_request(&conn.state)
     }
 
     /// The one way a connection leaves the loop: the protocol hears of it, and the
