@@ -16,7 +16,8 @@
 
 use super::parse::Status;
 use super::syntax::{
-    connection_options, find_head_end, is_value_byte, next_line, parse_length, split_field, trim_ows,
+    complete_line, connection_options, find_head_end, is_value_byte, next_line, parse_length, split_field,
+    trim_ows,
 };
 
 /// The largest response head accepted, from the status line to the empty line. Twice
@@ -278,14 +279,6 @@ fn chunked_len(body: &[u8]) -> Result<Option<usize>, ResponseError> {
             _ => return Err(ResponseError::Chunk),
         }
     }
-}
-
-/// The next line without its CRLF or LF, and the bytes up to and including the LF;
-/// `None` until the LF has arrived.
-fn complete_line(buf: &[u8]) -> Option<(&[u8], usize)> {
-    let end = buf.iter().position(|&b| b == b'\n')?;
-    let line = &buf[..end];
-    Some((line.strip_suffix(b"\r").unwrap_or(line), end + 1))
 }
 
 /// `chunk-size [ chunk-ext ]`: the size, with overflow refused.

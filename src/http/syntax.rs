@@ -70,12 +70,21 @@ pub(crate) fn find_head_end(buf: &[u8], from: usize) -> Option<usize> {
     }
 }
 
-/// Splits off the next line (without its CRLF or LF) and returns it with the rest.
-pub(crate) fn next_line(buf: &[u8]) -> (&[u8], &[u8]) {
-    let end = find_newline(buf).unwrap_or(buf.len());
+/// The next line without its CRLF or LF, and the bytes up to and including the LF;
+/// `None` until the LF has arrived.
+pub(crate) fn complete_line(buf: &[u8]) -> Option<(&[u8], usize)> {
+    let end = find_newline(buf)?;
     let line = &buf[..end];
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    (line, buf.get(end + 1..).unwrap_or_default())
+    Some((line.strip_suffix(b"\r").unwrap_or(line), end + 1))
+}
+
+/// Splits off the next line (without its CRLF or LF) and returns it with the rest;
+/// without a line end, the whole buffer is the line.
+pub(crate) fn next_line(buf: &[u8]) -> (&[u8], &[u8]) {
+    match complete_line(buf) {
+        Some((line, len)) => (line, &buf[len..]),
+        None => (buf.strip_suffix(b"\r").unwrap_or(buf), &[]),
+    }
 }
 
 /// `field-line = field-name ":" OWS field-value OWS`: the name and the trimmed value,
