@@ -152,11 +152,13 @@ pub fn parse<'a>(buf: &'a [u8], limits: &Limits) -> Result<Status<Request<'a>>, 
 }
 
 /// A resumable parse for input that arrives in pieces: it remembers how far it looked
-/// for the end of the head, so a client sending one byte at a time costs one byte of
-/// scanning per byte, not a re-scan of everything it sent.
+/// for the end of the head, and whether the request line already passed its checks,
+/// so a client sending one byte at a time costs one byte of scanning per byte, not a
+/// re-scan of everything it sent.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Progress {
     scanned: u32,
+    line_checked: bool,
 }
 
 impl Progress {
@@ -167,7 +169,7 @@ impl Progress {
         // Three bytes back: a head's end seen in part last time ("\r\n\r").
         let Some(head_len) = find_head_end(buf, (self.scanned as usize).saturating_sub(3)) else {
             self.scanned = buf.len() as u32;
-            check_partial(&buf[start..], limits)?;
+            self.check_partial(&buf[start..], limits)?;
             return Ok(Status::Partial);
         };
         *self = Progress::default();
@@ -184,25 +186,33 @@ fn skip_empty_line(buf: &[u8]) -> usize {
     }
 }
 
-/// Refuses an incomplete head early when what arrived already breaks a rule: a method
-/// that is no token (so binary garbage gets its 400 at once), or a size limit.
-fn check_partial(line_start: &[u8], limits: &Limits) -> Result<(), Error> {
-    if line_start == b"\r" {
-        // The start of the empty line that may come before the request line.
-        return Ok(());
+impl Progress {
+    /// Refuses an incomplete head early when what arrived already breaks a rule: a
+    /// method that is no token (so binary garbage gets its 400 at once), or a size
+    /// limit. A request line that has ended was checked whole; after it only the
+    /// head's size is left to check.
+    fn check_partial(&mut self, line_start: &[u8], limits: &Limits) -> Result<(), Error> {
+        if self.line_checked {
+            return if line_start.len() > limits.head { Err(Error::HeadTooLarge) } else { Ok(()) };
+        }
+        if line_start == b"\r" {
+            // The start of the empty line that may come before the request line.
+            return Ok(());
+        }
+        let line_len = line_start.iter().position(|&b| b == b'\n').unwrap_or(line_start.len());
+        if line_len > limits.request_line + 1 {
+            return Err(Error::RequestLineTooLong);
+        }
+        if line_start.len() > limits.head {
+            return Err(Error::HeadTooLarge);
+        }
+        let method_len = line_start.iter().position(|&b| b == b' ').unwrap_or(line_len);
+        if !line_start[..method_len].iter().all(|&b| is_tchar(b)) {
+            return Err(Error::Method);
+        }
+        self.line_checked = line_len < line_start.len();
+        Ok(())
     }
-    let line_len = line_start.iter().position(|&b| b == b'\n').unwrap_or(line_start.len());
-    if line_len > limits.request_line + 1 {
-        return Err(Error::RequestLineTooLong);
-    }
-    if line_start.len() > limits.head {
-        return Err(Error::HeadTooLarge);
-    }
-    let method_len = line_start.iter().position(|&b| b == b' ').unwrap_or(line_len);
-    if !line_start[..method_len].iter().all(|&b| is_tchar(b)) {
-        return Err(Error::Method);
-    }
-    Ok(())
 }
 
 fn parse_head<'a>(head: &'a [u8], limits: &Limits, head_len: usize) -> Result<Request<'a>, Error> {
