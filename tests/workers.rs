@@ -223,6 +223,37 @@ fn killed_worker_is_restarted_on_its_cpu() {
     }
 }
 
+/// How many of `pid`'s open descriptors are sockets, epoll instances and signalfds.
+fn descriptor_kinds(pid: u32) -> [usize; 3] {
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap_or_else(|e| panic!("fds of {pid}: {e}"));
+    let targets: Vec<String> = fds
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .map(|target| target.to_string_lossy().into_owned())
+        .collect();
+    let count = |kind: &str| targets.iter().filter(|t| t.starts_with(kind)).count();
+    [count("socket:"), count("anon_inode:[eventpoll]"), count("anon_inode:[signalfd]")]
+}
+
+#[test]
+fn workers_hold_their_own_listener_epoll_and_signalfd_only() {
+    let server = Percore::start(&["--workers", "2", "--cpus", "0,1"]);
+    let workers = server.workers(2);
+    // The master holds both listeners, its epoll and its signalfd.
+    assert_eq!(descriptor_kinds(server.pid()), [2, 1, 1], "master's descriptors");
+    for worker in &workers {
+        assert_eq!(descriptor_kinds(worker.pid), [1, 1, 1], "{worker:?}'s descriptors");
+    }
+
+    // A restarted worker is forked from the supervising loop, not the start-up one.
+    signal(workers[0].pid, "KILL");
+    let stderr = server.wait_for_stderr(WAIT, "restart of worker 0", |s| {
+        worker_lines(s).iter().any(|w| w.index == 0 && w.pid != workers[0].pid)
+    });
+    let restarted = *worker_lines(&stderr).last().unwrap();
+    assert_eq!(descriptor_kinds(restarted.pid), [1, 1, 1], "{restarted:?}'s descriptors");
+    get_on_fresh_connection(&server);
+}
+
 #[test]
 fn connection_queued_while_worker_is_dead_is_answered_after_restart() {
     let server = Percore::start(&["--workers", "1"]);

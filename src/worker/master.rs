@@ -20,6 +20,13 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// How long after the shutdown timeout a worker still running is killed.
 const KILL_GRACE: Duration = Duration::from_secs(5);
 
+/// Which process returns from forking a worker.
+enum Role {
+    Master,
+    /// The new worker, with its index.
+    Worker(usize),
+}
+
 struct Slot {
     cpu: usize,
     pid: Option<libc::pid_t>,
@@ -37,6 +44,8 @@ pub(crate) struct Master<'a, F> {
     /// Set once stopping: when workers still running get SIGKILL.
     kill_at: Option<Instant>,
     outcome: Stopped,
+    /// The master's own pid, which a forked worker checks its parent against.
+    pid: u32,
 }
 
 impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>> Master<'a, F> {
@@ -63,13 +72,17 @@ impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>> Master<'a, F> {
             signals,
             kill_at: None,
             outcome: Stopped::Gracefully,
+            pid: std::process::id(),
         })
     }
 
-    /// Starts every worker and supervises them until they have all stopped.
+    /// Starts every worker and supervises them until they have all stopped. In a
+    /// forked child it becomes the worker and never returns.
     pub(crate) fn run(mut self) -> std::io::Result<Stopped> {
         for index in 0..self.slots.len() {
-            self.start(index)?;
+            if let Role::Worker(index) = self.start(index)? {
+                self.become_worker(index);
+            }
         }
         let mut events = Vec::with_capacity(4);
         while self.kill_at.is_none() || self.slots.iter().any(|slot| slot.pid.is_some()) {
@@ -80,7 +93,9 @@ impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>> Master<'a, F> {
                     _ => self.stop(signal),
                 }
             }
-            self.restart_due();
+            if let Role::Worker(index) = self.restart_due() {
+                self.become_worker(index);
+            }
             if self.kill_at.is_some_and(|at| at <= Instant::now()) {
                 self.signal_workers(libc::SIGKILL);
             }
@@ -88,32 +103,35 @@ impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>> Master<'a, F> {
         Ok(self.outcome)
     }
 
-    fn start(&mut self, index: usize) -> std::io::Result<()> {
-        let master_pid = std::process::id();
+    /// Forks worker `index`; says which side of the fork returns.
+    fn start(&mut self, index: usize) -> std::io::Result<Role> {
         let slot = &mut self.slots[index];
         slot.restart_at = None;
         match sys::fork()? {
-            Forked::Child => {
-                let job = Assignment {
-                    index,
-                    cpu: slot.cpu,
-                    pin: self.options.pin,
-                    batch_scheduling: self.options.batch_scheduling,
-                    master_pid,
-                    shutdown_timeout: self.options.shutdown_timeout,
-                    config: self.options.reactor,
-                };
-                // This is the child's copy of the master's memory: keep the own listener.
-                let listener = self.listeners.swap_remove(index);
-                self.listeners.clear();
-                std::process::exit(child::run(&job, listener, &self.make_protocol));
-            }
+            Forked::Child => Ok(Role::Worker(index)),
             Forked::Parent(pid) => {
                 slot.pid = Some(pid);
                 say!("worker {index} pid {pid} cpu {}", slot.cpu);
-                Ok(())
+                Ok(Role::Master)
             }
         }
+    }
+
+    /// In the child of a fork: closes what belongs to the master (its epoll, its
+    /// signalfd, the other workers' listeners) and runs as worker `index`.
+    fn become_worker(mut self, index: usize) -> ! {
+        let job = Assignment {
+            index,
+            cpu: self.slots[index].cpu,
+            pin: self.options.pin,
+            batch_scheduling: self.options.batch_scheduling,
+            master_pid: self.pid,
+            shutdown_timeout: self.options.shutdown_timeout,
+            config: self.options.reactor,
+        };
+        let listener = self.listeners.swap_remove(index);
+        drop((self.listeners, self.epoll, self.signals));
+        std::process::exit(child::run(&job, listener, self.make_protocol))
     }
 
     fn reap(&mut self) -> std::io::Result<()> {
@@ -154,19 +172,24 @@ impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>> Master<'a, F> {
 
     /// Restarts the workers whose back-off is over. A fork that fails is tried again
     /// later: one failure must not take down the workers that run.
-    fn restart_due(&mut self) {
+    fn restart_due(&mut self) -> Role {
         let now = Instant::now();
         for index in 0..self.slots.len() {
             if self.kill_at.is_none() && self.slots[index].restart_at.is_some_and(|at| at <= now) {
-                if let Err(e) = self.start(index) {
-                    say!(
-                        "percore: cannot restart worker {index}: {e}; trying again in {} ms",
-                        MAX_BACKOFF.as_millis()
-                    );
-                    self.slots[index].restart_at = Some(now + MAX_BACKOFF);
+                match self.start(index) {
+                    Ok(Role::Master) => {}
+                    Ok(worker) => return worker,
+                    Err(e) => {
+                        say!(
+                            "percore: cannot restart worker {index}: {e}; trying again in {} ms",
+                            MAX_BACKOFF.as_millis()
+                        );
+                        self.slots[index].restart_at = Some(now + MAX_BACKOFF);
+                    }
                 }
             }
         }
+        Role::Master
     }
 
     /// A first SIGTERM or SIGINT starts a graceful stop of every worker; a SIGINT
