@@ -3,6 +3,11 @@
 installed) pinned to one CPU, loaded from another CPU by `percore bench` (and wrk,
 where installed), at keep-alive and pipelined shapes.
 
+Where a C compiler is installed it adds the kernel floor: benches/floor/server.c and
+client.c do nothing but the system calls a keep-alive request needs (no parse, no
+timing), so their CPU per request is what the kernel alone costs on this machine.
+The floor client loads keep-alive only and measures no latency.
+
 Prints one table: requests/s, p99 latency, and CPU microseconds per request of the
 server and of the load generator (utime+stime from /proc, before and after). On a
 shared machine absolute numbers drift; compare rows measured in the same run.
@@ -63,6 +68,8 @@ def wait_listening(port, seconds=10):
 def start_server(name, port, cpu, workdir):
     if name == 'percore':
         cmd = [PERCORE, 'serve', '--bind', '127.0.0.1', '--port', str(port), '--workers', '1', '--backlog', '4096']
+    elif name == 'floor':
+        cmd = [os.path.join(workdir, 'floor-server'), str(port), '1', 'nopin']
     else:
         conf = os.path.join(workdir, 'nginx.conf')
         open(conf, 'w').write(NGINX_CONF.format(dir=workdir, port=port))
@@ -92,6 +99,8 @@ def run_load(loader, shape, port, args, lua):
         cmd = pin + [PERCORE, 'bench', '-t', '1', '-c', str(args.connections), '-d', f'{args.duration}s', '--json']
         cmd += ['--pipeline', '16'] if shape == 'pipe16' else []
         cmd += [url]
+    elif loader == 'floor':
+        cmd = pin + [os.path.join(args.workdir, 'floor-client'), str(port), str(args.connections), str(args.duration)]
     else:
         cmd = pin + ['wrk', '-t1', '-c', str(args.connections), '-d', f'{args.duration}s', '--latency']
         cmd += ['-s', lua] if shape == 'pipe16' else []
@@ -100,6 +109,9 @@ def run_load(loader, shape, port, args, lua):
     if loader == 'percore bench':
         report = json.loads(out)
         return report['requests'], report['requests_per_sec'], report['latency_us']['percentiles']['99'] / 1000
+    if loader == 'floor':
+        requests = int(out)
+        return requests, requests / args.duration, None
     requests = int(re.search(r'(\d+) requests in', out).group(1))
     rps = float(re.search(r'Requests/sec:\s+([\d.]+)', out).group(1))
     value, unit = re.search(r'99%\s+([\d.]+)(us|ms|s)', out).groups()
@@ -148,6 +160,10 @@ def main():
 
     rows = []
     with tempfile.TemporaryDirectory(prefix='percore-e2e-') as workdir:
+        args.workdir = workdir
+        if build_floor(workdir):
+            servers.append('floor')
+            loaders.append('floor')
         lua = os.path.join(workdir, 'pipeline.lua')
         open(lua, 'w').write(PIPELINE_LUA)
         for server in servers:
@@ -156,6 +172,9 @@ def main():
             try:
                 for shape in args.shapes.split(','):
                     for loader in loaders:
+                        # The floor takes each read for one request or response.
+                        if 'floor' in (server, loader) and shape != 'ka':
+                            continue
                         result = measure(loader, shape, proc, port, args, lua)
                         rows.append((server, loader, shape, result))
                         print(f'  {server:8} {loader:14} {shape:7} {result["rps"]:>12.0f} req/s', file=sys.stderr)
@@ -167,8 +186,21 @@ def main():
     print('| server | load | shape | requests/s | p99 ms | server CPU µs/req | load CPU µs/resp |')
     print('|---|---|---|---|---|---|---|')
     for server, loader, shape, r in rows:
-        print(f'| {server} | {loader} | {shape} | {r["rps"]:.0f} | {r["p99_ms"]:.2f} | '
+        p99 = '–' if r['p99_ms'] is None else f'{r["p99_ms"]:.2f}'
+        print(f'| {server} | {loader} | {shape} | {r["rps"]:.0f} | {p99} | '
               f'{r["server_us"]:.2f} | {r["load_us"]:.2f} |')
+
+
+def build_floor(workdir):
+    """Builds the floor server and client into workdir; False (said why) without a compiler."""
+    cc = shutil.which('cc') or shutil.which('gcc')
+    if not cc:
+        print('skipped the kernel floor: no C compiler (apt-get install gcc)', file=sys.stderr)
+        return False
+    for name in ('server', 'client'):
+        source = os.path.join(ROOT, 'benches', 'floor', f'{name}.c')
+        subprocess.run([cc, '-O2', '-o', os.path.join(workdir, f'floor-{name}'), source], check=True)
+    return True
 
 
 def resource_limit():
