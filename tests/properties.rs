@@ -1,6 +1,6 @@
 //! Properties of the parse and of the hello protocol over arbitrary input.
 
-use percore::http::{parse, Hello, HelloConfig, HelloConn, Limits, Progress};
+use percore::http::{parse, parse_response, Hello, HelloConfig, HelloConn, Limits, Progress, ResponseParser};
 use percore::reactor::Protocol;
 use proptest::prelude::*;
 
@@ -68,6 +68,42 @@ fn split_at<'a>(bytes: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
     chunks
 }
 
+/// Responses whose heads differ from one another in a byte or a few: the same head
+/// with another length, connection option, status, version or line ending.
+const RESPONSES: &[&str] = &[
+    "HTTP/1.1 200 OK\r\nDate: Mon, 30 Nov 2026 12:00:00 GMT\r\nContent-Length: 5\r\n\r\nhello",
+    "HTTP/1.1 200 OK\r\nDate: Mon, 30 Nov 2026 12:00:01 GMT\r\nContent-Length: 5\r\n\r\nhello",
+    "HTTP/1.1 200 OK\r\nDate: Mon, 30 Nov 2026 12:00:00 GMT\r\nContent-Length: 50\r\n\r\nhello",
+    "HTTP/1.1 200 OK\r\nDate: Mon, 30 Nov 2026 12:00:00 GMT\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello",
+    "HTTP/1.0 200 OK\r\nDate: Mon, 30 Nov 2026 12:00:00 GMT\r\nContent-Length: 5\r\n\r\nhello",
+    "HTTP/1.1 204 OK\r\nDate: Mon, 30 Nov 2026 12:00:00 GMT\r\nContent-Length: 5\r\n\r\n",
+    "HTTP/1.1 200 OK\r\nDate: Mon, 30 Nov 2026 12:00:00 GMT\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+    "HTTP/1.1 200 OK\r\nDate: Mon, 30 Nov 2026 12:00:00 GMT\r\n\r\nuntil the end",
+    "HTTP/1.1 200 OK\nDate: Mon, 30 Nov 2026 12:00:00 GMT\nContent-Length: 5\n\nhello",
+];
+
+/// A sequence of buffers as a load generator's connection sees them: responses from
+/// [`RESPONSES`], some with a byte changed, cut anywhere or followed by the next one.
+fn response_buffers() -> impl Strategy<Value = Vec<(Vec<u8>, bool)>> {
+    let buffer = (
+        0..RESPONSES.len(),
+        0..RESPONSES.len(),
+        any::<prop::sample::Index>(),
+        any::<u8>(),
+        any::<prop::sample::Index>(),
+        any::<bool>(),
+    )
+        .prop_map(|(first, second, at, byte, cut, at_eof)| {
+            let mut bytes = [RESPONSES[first], RESPONSES[second]].concat().into_bytes();
+            if byte.is_ascii_graphic() {
+                bytes[at.index(RESPONSES[first].len())] = byte;
+            }
+            bytes.truncate(cut.index(bytes.len() + 1));
+            (bytes, at_eof)
+        });
+    prop::collection::vec(buffer, 1..12)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
 
@@ -94,5 +130,14 @@ proptest! {
         let split = serve_in_chunks(&mut hello, &split_at(&bytes, &cuts));
         prop_assert_eq!(String::from_utf8_lossy(&split), String::from_utf8_lossy(&whole));
         prop_assert!(whole.starts_with(b"HTTP/1.1 "), "the first request was answered");
+    }
+
+    #[test]
+    fn a_remembered_head_frames_responses_as_a_fresh_parse(buffers in response_buffers(), head_request in any::<bool>()) {
+        let mut parser = ResponseParser::new(head_request);
+        for (bytes, at_eof) in &buffers {
+            let fresh = parse_response(bytes, head_request, *at_eof);
+            prop_assert_eq!(parser.parse(bytes, *at_eof), fresh, "{:?}", String::from_utf8_lossy(bytes));
+        }
     }
 }

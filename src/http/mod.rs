@@ -7,7 +7,7 @@ mod parse;
 mod response;
 mod syntax;
 
-pub use client::{parse_response, BodyKind, ResponseError, ResponseHead};
+pub use client::{parse_response, BodyKind, ResponseError, ResponseHead, ResponseParser};
 pub use hello::{Hello, HelloConfig, HelloConn};
 pub use parse::{parse, Error, Limits, Method, Progress, Request, Status, Version};
 pub use response::{http_date, Response, Variants, DATE_LEN};

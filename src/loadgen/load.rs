@@ -7,7 +7,7 @@ use std::io;
 use std::time::{Duration, Instant};
 
 use super::report::Report;
-use crate::http::{parse_response, Status};
+use crate::http::{ResponseParser, Status};
 use crate::reactor::{Closed, ConnId, Protocol, Verdict};
 
 /// What one thread sends and how.
@@ -47,6 +47,7 @@ pub(crate) struct LoadConn {
 #[derive(Debug)]
 pub(crate) struct Load {
     plan: Plan,
+    parser: ResponseParser,
     /// Requests this thread may still send.
     budget: u64,
     /// Cleared at the end of the run's duration.
@@ -70,6 +71,7 @@ pub(crate) struct Load {
 impl Load {
     pub(crate) fn new(plan: Plan, budget: u64) -> Load {
         Load {
+            parser: ResponseParser::new(plan.head),
             plan,
             budget,
             sending: true,
@@ -176,7 +178,7 @@ impl Protocol for Load {
         let answered = conn.answered;
         let mut at = 0;
         while at < input.len() {
-            match parse_response(&input[at..], self.plan.head, false) {
+            match self.parser.parse(&input[at..], false) {
                 Ok(Status::Partial) => break,
                 // An interim response (100 Continue): the real one follows.
                 Ok(Status::Complete(response)) if response.status < 200 => at += response.len,
@@ -204,7 +206,7 @@ impl Protocol for Load {
     fn on_close(&mut self, conn: &mut LoadConn, closed: Closed, unconsumed: &[u8]) {
         if closed == Closed::ByPeer && !unconsumed.is_empty() && !conn.in_flight.is_empty() {
             // A response whose body ends with the connection.
-            if let Ok(Status::Complete(response)) = parse_response(unconsumed, self.plan.head, true) {
+            if let Ok(Status::Complete(response)) = self.parser.parse(unconsumed, true) {
                 self.record(conn, response.status, response.len, Instant::now());
             }
         }
