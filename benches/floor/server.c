@@ -4,7 +4,9 @@
  * CPU w, under SCHED_BATCH, on its own SO_REUSEPORT listener, with an edge-triggered
  * epoll loop that answers every recv with one prebuilt send. No parse: each read is
  * taken for one request, which holds for a client with one request in flight per
- * connection (wrk -t1, percore bench without --pipeline). Not a server to use.
+ * connection (wrk -t1, percore bench without --pipeline), and the answer is assumed
+ * to fit in the socket's buffer at once. Worker w is pinned to CPU w, unless `nopin`
+ * is given (then taskset's mask applies). Not a server to use.
  *
  *     cc -O2 -o /tmp/floor-server benches/floor/server.c
  *     taskset -c 0,1 /tmp/floor-server PORT WORKERS [nopin]
@@ -37,9 +39,17 @@ static void serve(int listener) {
         for (int i = 0; i < n; i++) {
             int fd = events[i].data.fd, conn;
             if (fd == listener) {
-                while ((conn = accept4(listener, NULL, NULL, SOCK_NONBLOCK)) >= 0) {
-                    struct epoll_event ce = {.events = EPOLLIN | EPOLLET, .data.fd = conn};
-                    epoll_ctl(ep, EPOLL_CTL_ADD, conn, &ce);
+                for (;;) {
+                    conn = accept4(listener, NULL, NULL, SOCK_NONBLOCK);
+                    if (conn >= 0) {
+                        struct epoll_event ce = {.events = EPOLLIN | EPOLLET, .data.fd = conn};
+                        epoll_ctl(ep, EPOLL_CTL_ADD, conn, &ce);
+                    } else if (errno == EAGAIN) {
+                        break;
+                    } else if (errno != ECONNABORTED && errno != EINTR) {
+                        perror("accept4");
+                        break;
+                    }
                 }
                 continue;
             }
@@ -63,7 +73,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s PORT WORKERS [nopin]\n", argv[0]);
         return 2;
     }
-    int port = atoi(argv[1]), workers = atoi(argv[2]), pin = argc < 4;
+    int port = atoi(argv[1]), workers = atoi(argv[2]), pin = argc < 4 || strcmp(argv[3], "nopin") != 0;
     for (int w = 0; w < workers; w++) {
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0), one = 1;
         struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(port)};
@@ -74,13 +84,18 @@ int main(int argc, char **argv) {
             perror("bind");
             return 1;
         }
-        if (fork() == 0) {
+        pid_t pid = fork();
+        if (pid < 0) {
+            perror("fork");
+            return 1;
+        }
+        if (pid == 0) {
             struct sched_param param = {0};
             cpu_set_t cpus;
             CPU_ZERO(&cpus);
             CPU_SET(w, &cpus);
-            if (pin)
-                sched_setaffinity(0, sizeof cpus, &cpus);
+            if (pin && sched_setaffinity(0, sizeof cpus, &cpus))
+                perror("sched_setaffinity");
             sched_setscheduler(0, SCHED_BATCH, &param);
             serve(fd);
         }
