@@ -83,7 +83,8 @@ const RESPONSES: &[&str] = &[
 ];
 
 /// A sequence of buffers as a load generator's connection sees them: responses from
-/// [`RESPONSES`], some with a byte changed, cut anywhere or followed by the next one.
+/// [`RESPONSES`], some with a byte changed (a line end among them), cut anywhere or
+/// followed by the next one.
 fn response_buffers() -> impl Strategy<Value = Vec<(Vec<u8>, bool)>> {
     let buffer = (
         0..RESPONSES.len(),
@@ -95,7 +96,7 @@ fn response_buffers() -> impl Strategy<Value = Vec<(Vec<u8>, bool)>> {
     )
         .prop_map(|(first, second, at, byte, cut, at_eof)| {
             let mut bytes = [RESPONSES[first], RESPONSES[second]].concat().into_bytes();
-            if byte.is_ascii_graphic() {
+            if byte.is_ascii_graphic() || byte == b'\r' || byte == b'\n' {
                 bytes[at.index(RESPONSES[first].len())] = byte;
             }
             bytes.truncate(cut.index(bytes.len() + 1));

@@ -234,23 +234,32 @@ fn descriptor_kinds(pid: u32) -> [usize; 3] {
     [count("socket:"), count("anon_inode:[eventpoll]"), count("anon_inode:[signalfd]")]
 }
 
+/// Waits (bounded) for `worker` to hold one socket (its listener), one epoll and one
+/// signalfd: the start line is printed right after fork, before the worker has
+/// closed the master's and opened its own.
+fn assert_own_descriptors_only(worker: &WorkerLine) {
+    let mut got = [0; 3];
+    let settled = wait_until(WAIT, || {
+        got = descriptor_kinds(worker.pid);
+        got == [1, 1, 1]
+    });
+    assert!(settled, "{worker:?} holds {got:?} sockets, epolls and signalfds, expected one of each");
+}
+
 #[test]
 fn workers_hold_their_own_listener_epoll_and_signalfd_only() {
     let server = Percore::start(&["--workers", "2", "--cpus", "0,1"]);
     let workers = server.workers(2);
     // The master holds both listeners, its epoll and its signalfd.
     assert_eq!(descriptor_kinds(server.pid()), [2, 1, 1], "master's descriptors");
-    for worker in &workers {
-        assert_eq!(descriptor_kinds(worker.pid), [1, 1, 1], "{worker:?}'s descriptors");
-    }
+    workers.iter().for_each(assert_own_descriptors_only);
 
     // A restarted worker is forked from the supervising loop, not the start-up one.
     signal(workers[0].pid, "KILL");
     let stderr = server.wait_for_stderr(WAIT, "restart of worker 0", |s| {
         worker_lines(s).iter().any(|w| w.index == 0 && w.pid != workers[0].pid)
     });
-    let restarted = *worker_lines(&stderr).last().unwrap();
-    assert_eq!(descriptor_kinds(restarted.pid), [1, 1, 1], "{restarted:?}'s descriptors");
+    assert_own_descriptors_only(worker_lines(&stderr).last().unwrap());
     get_on_fresh_connection(&server);
 }
 

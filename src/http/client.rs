@@ -1,6 +1,6 @@
 //! The client side's response parse, for a load generator: where a response ends, and
-//! whether the connection can carry the next request. No allocation; nothing is
-//! decoded, only framed.
+//! whether the connection can carry the next request. Nothing is decoded, only framed,
+//! and [`parse_response`] allocates nothing.
 //!
 //! RFC 9112, sections 2.2, 4, 6.3 and 7.1:
 //! ```text
@@ -13,6 +13,7 @@
 //! As in the request parse, a bare LF ends a line as CRLF does (section 2.2). The parse
 //! is stateless: the caller keeps reading into one buffer and calls again until the
 //! whole response is there, then drops `len` bytes and parses the next one.
+//! [`ResponseParser`] gives the same answers, remembering the last head it parsed.
 
 use super::parse::Status;
 use super::syntax::{
@@ -123,7 +124,7 @@ pub fn parse_response(
 /// assert_eq!(parser.parse(buf, false), parse_response(buf, false, false));
 /// assert_eq!(parser.parse(&buf[40..], false), parse_response(&buf[40..], false, false)); // remembered
 /// ```
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct ResponseParser {
     head_request: bool,
     /// The last complete head parsed, and what it says.
@@ -135,7 +136,7 @@ impl ResponseParser {
     /// A parser for the responses to requests of one method: `head_request` as in
     /// [`parse_response`].
     pub fn new(head_request: bool) -> ResponseParser {
-        ResponseParser { head_request, ..ResponseParser::default() }
+        ResponseParser { head_request, head: Vec::new(), framing: None }
     }
 
     /// Parses the response at the start of `buf`, as [`parse_response`] does.

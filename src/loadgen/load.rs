@@ -47,6 +47,7 @@ pub(crate) struct LoadConn {
 #[derive(Debug)]
 pub(crate) struct Load {
     plan: Plan,
+    /// Frames the responses; one for all connections, as they get the same ones.
     parser: ResponseParser,
     /// Requests this thread may still send.
     budget: u64,

@@ -20,7 +20,9 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// How long after the shutdown timeout a worker still running is killed.
 const KILL_GRACE: Duration = Duration::from_secs(5);
 
-/// Which process returns from forking a worker.
+/// Which process returns from forking a worker. The child must become the worker:
+/// carrying on as the master would make two masters.
+#[must_use]
 enum Role {
     Master,
     /// The new worker, with its index.
@@ -178,7 +180,7 @@ impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>> Master<'a, F> {
             if self.kill_at.is_none() && self.slots[index].restart_at.is_some_and(|at| at <= now) {
                 match self.start(index) {
                     Ok(Role::Master) => {}
-                    Ok(worker) => return worker,
+                    Ok(role @ Role::Worker(_)) => return role,
                     Err(e) => {
                         say!(
                             "percore: cannot restart worker {index}: {e}; trying again in {} ms",
