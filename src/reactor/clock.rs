@@ -10,11 +10,14 @@ pub(crate) struct Clock {
     /// deadline of 0 can mean "none".
     now: u32,
     wall_second: u64,
+    /// Milliseconds into `wall_second`, as of the last look at the wall clock.
+    wall_millis: u32,
 }
 
 impl Clock {
     pub(crate) fn new() -> Clock {
-        Clock { start: Instant::now(), now: 1, wall_second: wall_second(SystemTime::now()) }
+        let (wall_second, wall_millis) = split(SystemTime::now());
+        Clock { start: Instant::now(), now: 1, wall_second, wall_millis }
     }
 
     /// Seconds on the loop's monotonic clock, as of the last tick.
@@ -22,17 +25,19 @@ impl Clock {
         self.now
     }
 
-    /// Milliseconds until the wall clock turns to the next second (at least 1).
+    /// Milliseconds until the wall clock turns to the next second (at least 1), as
+    /// of the last [`advance`](Clock::advance): the loop looks at the wall clock once
+    /// per turn, and what it does between that look and its next wait is short.
     pub(crate) fn ms_to_next_second(&self) -> i32 {
-        let millis = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_millis());
-        1000 - millis as i32
+        1000 - self.wall_millis as i32
     }
 
     /// At the turn of a wall-clock second (or a jump of the clock either way), moves
     /// the clock on and returns the wall time; otherwise `None`.
     pub(crate) fn advance(&mut self) -> Option<SystemTime> {
         let wall = SystemTime::now();
-        let second = wall_second(wall);
+        let (second, millis) = split(wall);
+        self.wall_millis = millis;
         if second == self.wall_second {
             return None;
         }
@@ -42,6 +47,7 @@ impl Clock {
     }
 }
 
-fn wall_second(time: SystemTime) -> u64 {
-    time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+/// The whole seconds of `time` since the epoch, and the milliseconds into the last.
+fn split(time: SystemTime) -> (u64, u32) {
+    time.duration_since(UNIX_EPOCH).map_or((0, 0), |d| (d.as_secs(), d.subsec_millis()))
 }
