@@ -17,8 +17,8 @@
 
 use super::parse::Status;
 use super::syntax::{
-    complete_line, connection_options, find_head_end, is_value_byte, next_line, parse_length, split_field,
-    trim_ows,
+    agreed_length, all_bytes, complete_line, connection_options, find_head_end, is_value_byte, next_line,
+    split_field, trim_ows,
 };
 
 /// The largest response head accepted, from the status line to the empty line. Twice
@@ -256,7 +256,7 @@ fn parse_status_line(line: &[u8]) -> Result<(bool, u16), ResponseError> {
         [b' ', reason @ ..] => reason,
         _ => return Err(ResponseError::StatusLine),
     };
-    if !reason.iter().all(|&b| is_value_byte(b)) {
+    if !all_bytes(reason, is_value_byte) {
         return Err(ResponseError::StatusLine);
     }
     let status = u16::from(d1 - b'0') * 100 + u16::from(d2 - b'0') * 10 + u16::from(d3 - b'0');
@@ -283,12 +283,8 @@ impl Fields {
             self.close |= close;
             self.keep_alive |= keep_alive;
         } else if name.eq_ignore_ascii_case(b"content-length") {
-            // Refused even beside Transfer-Encoding, which would override it: a bad or
-            // conflicting length is a sign of response splitting (RFC 9112, 11.1).
-            let length = parse_length(value).ok_or(ResponseError::ContentLength)?;
-            if self.content_length.is_some_and(|earlier| earlier != length) {
-                return Err(ResponseError::ContentLength);
-            }
+            // Refused even beside Transfer-Encoding, which would override it (RFC 9112, 11.1).
+            let length = agreed_length(self.content_length, value).ok_or(ResponseError::ContentLength)?;
             self.content_length = Some(length);
         } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
             self.transfer_encoding = true;
@@ -376,7 +372,7 @@ fn chunk_size(line: &[u8]) -> Result<u64, ResponseError> {
 /// bytes. Trailing white space is let through, as servers send it.
 fn check_chunk_ext(ext: &[u8]) -> Result<(), ResponseError> {
     let ext = trim_ows(ext);
-    if !ext.is_empty() && (ext[0] != b';' || !ext.iter().all(|&b| is_value_byte(b))) {
+    if !ext.is_empty() && (ext[0] != b';' || !all_bytes(ext, is_value_byte)) {
         return Err(ResponseError::Chunk);
     }
     Ok(())

@@ -13,8 +13,8 @@
 //! an error, because a minimal server must never guess where a request ends.
 
 use super::syntax::{
-    all_bytes, connection_options, find_head_end, is_host_byte, is_target_byte, is_tchar, next_line,
-    parse_length, split_field,
+    agreed_length, all_bytes, connection_options, find_head_end, is_host_byte, is_target_byte, is_tchar,
+    next_line, split_field,
 };
 
 /// The outcome of parsing a buffer that may hold only the start of a request.
@@ -207,7 +207,7 @@ impl Progress {
             return Err(Error::HeadTooLarge);
         }
         let method_len = line_start.iter().position(|&b| b == b' ').unwrap_or(line_len);
-        if !line_start[..method_len].iter().all(|&b| is_tchar(b)) {
+        if !all_bytes(&line_start[..method_len], is_tchar) {
             return Err(Error::Method);
         }
         self.line_checked = line_len < line_start.len();
@@ -258,7 +258,7 @@ fn parse_head<'a>(head: &'a [u8], limits: &Limits, head_len: usize) -> Result<Re
 fn parse_request_line(line: &[u8]) -> Result<(Method, &[u8], Version), Error> {
     let mut parts = line.splitn(3, |&b| b == b' ');
     let method = parts.next().unwrap_or_default();
-    if method.is_empty() || !method.iter().all(|&b| is_tchar(b)) {
+    if method.is_empty() || !all_bytes(method, is_tchar) {
         return Err(Error::Method);
     }
     let target = parts.next().ok_or(Error::Version)?;
@@ -318,11 +318,8 @@ impl<'a> Fields<'a> {
             self.close |= close;
             self.keep_alive |= keep_alive;
         } else if name.eq_ignore_ascii_case(b"content-length") {
-            let length = parse_length(value).ok_or(Error::ContentLength)?;
-            if self.content_length.is_some_and(|earlier| earlier != length) {
-                return Err(Error::ContentLength);
-            }
-            self.content_length = Some(length);
+            self.content_length =
+                Some(agreed_length(self.content_length, value).ok_or(Error::ContentLength)?);
         } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
             // Only a lone `chunked` frames a body we can find the end of.
             if self.chunked || !value.eq_ignore_ascii_case(b"chunked") {

@@ -100,8 +100,15 @@ pub(crate) fn split_field(line: &[u8]) -> Option<(&[u8], &[u8])> {
     all_bytes(value, is_value_byte).then_some((&line[..colon], value))
 }
 
+/// A `Content-Length` value added to what earlier ones said: the length, `None` when
+/// the value is invalid or disagrees with an earlier one (RFC 9110, 8.6), which both
+/// parses refuse, as a sign of request or response splitting.
+pub(crate) fn agreed_length(earlier: Option<u64>, value: &[u8]) -> Option<u64> {
+    parse_length(value).filter(|&length| earlier.is_none_or(|earlier| earlier == length))
+}
+
 /// `Content-Length = 1*DIGIT`, refusing signs, spaces, lists and overflow.
-pub(crate) fn parse_length(value: &[u8]) -> Option<u64> {
+fn parse_length(value: &[u8]) -> Option<u64> {
     if value.is_empty() {
         return None;
     }
