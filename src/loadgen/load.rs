@@ -2,7 +2,7 @@
 //! parses the responses, and measures each one's latency.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 use std::io;
 use std::time::{Duration, Instant};
 
@@ -34,11 +34,16 @@ pub(crate) struct Schedule {
     pub(crate) stagger: Duration,
 }
 
-/// Per-connection state: when each request in flight was due, for its latency.
+/// Per-connection state: its requests in flight and when they were due, for their
+/// latency.
 #[derive(Debug, Default)]
 pub(crate) struct LoadConn {
     id: Option<ConnId>,
-    in_flight: VecDeque<Instant>,
+    /// Requests sent and not answered. They share one send time: a pipeline is
+    /// refilled only once empty, and a fixed rate or `--close` has one in flight.
+    in_flight: u32,
+    /// When the requests in flight were sent, or due (fixed rate).
+    sent_at: Option<Instant>,
     /// Fixed rate: when the next request is due.
     next_due: Option<Instant>,
     answered: u64,
@@ -51,8 +56,6 @@ pub(crate) struct Load {
     parser: ResponseParser,
     /// Requests this thread may still send.
     budget: u64,
-    /// Cleared at the end of the run's duration.
-    pub(crate) sending: bool,
     pub(crate) report: Report,
     /// Requests sent and not answered (nor lost with their connection).
     pub(crate) in_flight: u64,
@@ -75,7 +78,6 @@ impl Load {
             parser: ResponseParser::new(plan.head),
             plan,
             budget,
-            sending: true,
             report: Report::new(),
             in_flight: 0,
             closed: 0,
@@ -87,16 +89,17 @@ impl Load {
 
     /// Whether every request this thread may send was sent and answered (or lost).
     pub(crate) fn finished(&self) -> bool {
-        (self.budget == 0 || !self.sending) && self.in_flight == 0
+        self.budget == 0 && self.in_flight == 0
     }
 
-    fn may_send(&self) -> bool {
-        self.sending && self.budget > 0
+    pub(crate) fn may_send(&self) -> bool {
+        self.budget > 0
     }
 
     fn send(&mut self, conn: &mut LoadConn, due: Instant, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.plan.request);
-        conn.in_flight.push_back(due);
+        conn.in_flight += 1;
+        conn.sent_at = Some(due);
         self.budget -= 1;
         self.in_flight += 1;
     }
@@ -106,7 +109,7 @@ impl Load {
     fn send_more(&mut self, conn: &mut LoadConn, now: Instant, out: &mut Vec<u8>) {
         let Some(Schedule { interval, .. }) = self.plan.rate else {
             // A pipeline is refilled whole once it is empty, in one write, as wrk does.
-            if !conn.in_flight.is_empty() || (self.plan.close && conn.answered > 0) {
+            if conn.in_flight > 0 || (self.plan.close && conn.answered > 0) {
                 return;
             }
             let depth = if self.plan.close { 1 } else { self.plan.pipeline };
@@ -118,7 +121,7 @@ impl Load {
             return;
         };
         let (Some(due), Some(id)) = (conn.next_due, conn.id) else { return };
-        if !conn.in_flight.is_empty() || !self.may_send() {
+        if conn.in_flight > 0 || !self.may_send() {
             return;
         }
         if due <= now {
@@ -132,7 +135,7 @@ impl Load {
 
     /// Counts the requests a connection took with it, by how it ended.
     fn count_lost(&mut self, conn: &LoadConn, closed: Closed) {
-        let lost = conn.in_flight.len() as u64;
+        let lost = u64::from(conn.in_flight);
         self.in_flight -= lost;
         if lost == 0 {
             return;
@@ -150,7 +153,8 @@ impl Load {
     }
 
     fn record(&mut self, conn: &mut LoadConn, status: u16, len: usize, now: Instant) {
-        let due = conn.in_flight.pop_front().unwrap_or(now);
+        let due = conn.sent_at.unwrap_or(now);
+        conn.in_flight -= 1;
         self.in_flight -= 1;
         conn.answered += 1;
         self.report.requests += 1;
@@ -183,7 +187,7 @@ impl Protocol for Load {
                 Ok(Status::Partial) => break,
                 // An interim response (100 Continue): the real one follows.
                 Ok(Status::Complete(response)) if response.status < 200 => at += response.len,
-                Ok(Status::Complete(response)) if !conn.in_flight.is_empty() => {
+                Ok(Status::Complete(response)) if conn.in_flight > 0 => {
                     at += response.len;
                     self.record(conn, response.status, response.len, now);
                     if !response.keep_alive || self.plan.close {
@@ -198,14 +202,20 @@ impl Protocol for Load {
             }
         }
         match conn.id {
-            Some(id) if conn.answered > answered && self.plan.rate.is_none() => self.ready.push(id.0),
+            // Woken to send once every ready connection is read: a whole pipeline is
+            // answered and requests are left to send.
+            Some(id) if conn.answered > answered && self.plan.rate.is_none() => {
+                if conn.in_flight == 0 && self.may_send() {
+                    self.ready.push(id.0);
+                }
+            }
             _ => self.send_more(conn, now, out),
         }
         Verdict::keep(at)
     }
 
     fn on_close(&mut self, conn: &mut LoadConn, closed: Closed, unconsumed: &[u8]) {
-        if closed == Closed::ByPeer && !unconsumed.is_empty() && !conn.in_flight.is_empty() {
+        if closed == Closed::ByPeer && !unconsumed.is_empty() && conn.in_flight > 0 {
             // A response whose body ends with the connection.
             if let Ok(Status::Complete(response)) = self.parser.parse(unconsumed, true) {
                 self.record(conn, response.status, response.len, Instant::now());
@@ -216,6 +226,6 @@ impl Protocol for Load {
     }
 
     fn mid_request(conn: &LoadConn) -> bool {
-        !conn.in_flight.is_empty()
+        conn.in_flight > 0
     }
 }

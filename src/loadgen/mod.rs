@@ -145,7 +145,6 @@ impl Job {
         };
         let mut reactor =
             Reactor::client(Load::new(self.plan.clone(), self.budget), config).map_err(|e| e.to_string())?;
-        let started = Instant::now();
         self.open(&mut reactor, self.connections);
         let mut published = (0, 0);
         loop {
@@ -156,7 +155,7 @@ impl Job {
             wake_due(&mut reactor, now);
             let load = reactor.protocol_mut();
             let replace = std::mem::take(&mut load.closed);
-            if load.sending && replace > 0 {
+            if load.may_send() && replace > 0 {
                 self.open(&mut reactor, replace);
             }
             if reactor.stats().open == 0 {
@@ -164,14 +163,18 @@ impl Job {
                 break;
             }
             reactor.turn(self.wait(&reactor, now)).map_err(|e| e.to_string())?;
-            for id in std::mem::take(&mut reactor.protocol_mut().ready) {
+            let mut ready = std::mem::take(&mut reactor.protocol_mut().ready);
+            for id in ready.drain(..) {
                 reactor.wake(ConnId(id));
+            }
+            if reactor.protocol().ready.is_empty() {
+                // Keeps the capacity: no allocation per turn.
+                reactor.protocol_mut().ready = ready;
             }
             published = publish(reactor.protocol(), live, published);
         }
-        let mut report = std::mem::take(&mut reactor.protocol_mut().report);
-        report.duration = started.elapsed();
-        Ok(report)
+        // The run's duration is measured once, over all threads, by `run`.
+        Ok(std::mem::take(&mut reactor.protocol_mut().report))
     }
 
     /// Opens `n` connections; one that fails at once counts as a connect error.
