@@ -21,13 +21,15 @@ pub(crate) struct Assignment {
 /// master handles a worker that cannot run.
 pub(crate) const FAULT_VARIABLE: &str = "PERCORE_FAULT";
 
-/// Runs the worker until it stops; returns its exit status.
+/// Runs the worker until it stops, on the signals `signals` reads (the master's
+/// signalfd, inherited: after a fork it reads the worker's own); returns its exit status.
 pub(crate) fn run<P: Protocol>(
     job: &Assignment,
     listener: TcpListener,
+    signals: SignalFd,
     make_protocol: impl FnOnce() -> std::io::Result<P>,
 ) -> i32 {
-    match serve(job, listener, make_protocol) {
+    match serve(job, listener, signals, make_protocol) {
         Ok(()) => 0,
         Err(message) => {
             say!("percore: worker {} (cpu {}): {message}", job.index, job.cpu);
@@ -39,6 +41,7 @@ pub(crate) fn run<P: Protocol>(
 fn serve<P: Protocol>(
     job: &Assignment,
     listener: TcpListener,
+    signals: SignalFd,
     make_protocol: impl FnOnce() -> std::io::Result<P>,
 ) -> Result<(), String> {
     // SIGTERM on the master's death: a worker never outlives it (even a SIGKILLed
@@ -56,7 +59,6 @@ fn serve<P: Protocol>(
     if std::env::var_os(FAULT_VARIABLE).is_some_and(|v| v == "worker-start") {
         return Err(format!("fault injected at start ({FAULT_VARIABLE}=worker-start)"));
     }
-    let signals = SignalFd::new().map_err(|e| format!("signalfd: {e}"))?;
     let protocol = make_protocol().map_err(|e| e.to_string())?;
     let mut reactor = Reactor::new(listener, protocol, job.config).map_err(|e| format!("event loop: {e}"))?;
     reactor.watch(signals.raw_fd()).map_err(|e| format!("event loop: {e}"))?;

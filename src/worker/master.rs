@@ -119,8 +119,8 @@ impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>> Master<'a, F> {
         }
     }
 
-    /// In the child of a fork: closes what belongs to the master (its epoll, its
-    /// signalfd, the other workers' listeners) and runs as worker `index`.
+    /// In the child of a fork: closes what belongs to the master (its epoll, the other
+    /// workers' listeners) and runs as worker `index`, on the inherited signalfd.
     fn become_worker(mut self, index: usize) -> ! {
         let job = Assignment {
             index,
@@ -132,8 +132,9 @@ impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>> Master<'a, F> {
             config: self.options.reactor,
         };
         let listener = self.listeners.swap_remove(index);
-        drop((self.listeners, self.epoll, self.signals));
-        std::process::exit(child::run(&job, listener, self.make_protocol))
+        drop((self.listeners, self.epoll));
+        // After a fork a signalfd reads the signals of the process that reads it.
+        std::process::exit(child::run(&job, listener, self.signals, self.make_protocol))
     }
 
     fn reap(&mut self) -> std::io::Result<()> {
