@@ -100,6 +100,8 @@ impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>> Master<'a, F> {
             }
             if self.kill_at.is_some_and(|at| at <= Instant::now()) {
                 self.signal_workers(libc::SIGKILL);
+                // Each is reaped on its SIGCHLD; not sent again at every wake until then.
+                self.kill_at = Some(Instant::now() + KILL_GRACE);
             }
         }
         Ok(self.outcome)
