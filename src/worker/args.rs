@@ -99,8 +99,7 @@ impl ServerArgs {
     /// exits with status 2, as clap's own errors do.
     pub fn options(&self, client_speaks_first: bool) -> Options {
         let cpus = plan_or_exit(self.cpus.as_ref(), self.workers);
-        let fd_limit = raise_fd_limit(self.max_conns);
-        let max_connections = self.max_conns.min(fd_limit.saturating_sub(16)).max(1);
+        let max_connections = raise_fd_limit(self.max_conns);
         Options {
             addr: SocketAddr::new(self.bind, self.port),
             cpus,

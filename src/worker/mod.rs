@@ -126,18 +126,22 @@ fn clamp_backlog(backlog: u32) -> i32 {
     backlog.min(somaxconn).min(i32::MAX as u32) as i32
 }
 
+/// Descriptors a worker holds beside its connections: listener, epoll, signalfd,
+/// stdio, the reserve for `EMFILE`.
+const OTHER_FDS: u64 = 16;
+
 /// Raises this process's open-file limit to its hard limit (workers inherit it) and
-/// warns, in one line, when that is below what `max_conns` per worker needs.
+/// warns, in one line, when that is below what `max_conns` per worker needs. Returns
+/// the connections a worker can hold: `max_conns`, or fewer if the limit says so.
 pub(crate) fn raise_fd_limit(max_conns: u64) -> u64 {
     // Unknown (getrlimit failed): assume no limit rather than cap connections at 0.
     let limit = sys::raise_nofile_limit().unwrap_or(u64::MAX);
-    // A few descriptors beyond the connections: listener, epoll, signalfd, stdio.
-    let needed = max_conns + 16;
+    let needed = max_conns + OTHER_FDS;
     if limit < needed {
         say!(
             "percore: warning: open-file limit {limit} is below the {needed} that --max-conns {max_conns} needs \
              per worker; raise it with ulimit -n (see sysctl.conf)"
         );
     }
-    limit
+    max_conns.min(limit.saturating_sub(OTHER_FDS)).max(1)
 }
