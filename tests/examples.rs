@@ -5,10 +5,11 @@
 mod util;
 
 use std::io::{Read, Write};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use util::{connect, Method, Server};
+use util::{connect, run_capturing, Method, Server};
 
 #[test]
 fn hello_serves_its_json_on_every_path_from_two_workers() {
@@ -75,8 +76,8 @@ fn redis_ping_talks_to_the_stock_redis_cli() {
     let server = Server::example("redis_ping", &["--workers", "1"]);
     let port = server.addr().port().to_string();
     let cli = |args: &[&str]| {
-        let output = Command::new("redis-cli").args(["-h", "127.0.0.1", "-p", &port]).args(args).output();
-        String::from_utf8(output.expect("running redis-cli").stdout).expect("utf-8")
+        let all = [&["-h", "127.0.0.1", "-p", &port], args].concat();
+        run_capturing(Path::new("redis-cli"), &all).stdout
     };
     assert_eq!(cli(&["ping"]), "PONG\n");
     assert_eq!(cli(&["echo", "hello world"]), "hello world\n");

@@ -209,33 +209,9 @@ pub fn run_expecting_exit(program: &Path, args: &[&str]) -> (ExitStatus, String)
     run_to_exit(cmd, STARTUP_TIMEOUT)
 }
 
-fn run_to_exit(mut cmd: Command, timeout: Duration) -> (ExitStatus, String) {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawning {cmd:?}: {e}"));
-    let mut pipe = child.stderr.take().expect("stderr is piped");
-    let mut child = KillOnDrop(child);
-    // stderr reaching EOF is how we learn, without polling, that the process
-    // has exited.
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        let mut text = String::new();
-        let _ = pipe.read_to_string(&mut text);
-        let _ = tx.send(text);
-    });
-    match rx.recv_timeout(timeout) {
-        Ok(stderr) => {
-            let status = child.0.wait().expect("waiting for child");
-            (status, stderr)
-        }
-        Err(_) => {
-            drop(child);
-            panic!("{cmd:?} did not exit within {timeout:?}");
-        }
-    }
+fn run_to_exit(cmd: Command, timeout: Duration) -> (ExitStatus, String) {
+    let finished = run_command(cmd, timeout);
+    (finished.status, finished.stderr)
 }
 
 /// A TCP connection with read/write timeouts set.
@@ -634,34 +610,7 @@ pub struct Finished {
 /// Runs `program args` to completion with a bounded wait, capturing stdout
 /// and stderr. Panics (after killing it) if it does not exit in time.
 pub fn run_capturing(program: &Path, args: &[&str]) -> Finished {
-    let mut cmd = Command::new(program);
-    cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawning {cmd:?}: {e}"));
-    let pipes: [Box<dyn Read + Send>; 2] = [
-        Box::new(child.stdout.take().expect("stdout is piped")),
-        Box::new(child.stderr.take().expect("stderr is piped")),
-    ];
-    let mut child = KillOnDrop(child);
-    let deadline = std::time::Instant::now() + STARTUP_TIMEOUT;
-    let readers: Vec<mpsc::Receiver<String>> = pipes
-        .into_iter()
-        .map(|mut pipe| {
-            let (tx, rx) = mpsc::channel();
-            thread::spawn(move || {
-                let mut text = String::new();
-                let _ = pipe.read_to_string(&mut text);
-                let _ = tx.send(text);
-            });
-            rx
-        })
-        .collect();
-    let mut texts = readers.iter().map(|rx| {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        rx.recv_timeout(left).unwrap_or_else(|_| panic!("{cmd:?} did not exit within {STARTUP_TIMEOUT:?}"))
-    });
-    let (stdout, stderr) = (texts.next().unwrap(), texts.next().unwrap());
-    let status = child.0.wait().expect("waiting for child");
-    Finished { status, stdout, stderr }
+    run_capturing_within(program, args, STARTUP_TIMEOUT)
 }
 
 /// Whether signal number `signo` is pending for `pid` (to the process or to
@@ -679,7 +628,14 @@ pub fn signal_pending(pid: u32, signo: u32) -> bool {
 /// [`STARTUP_TIMEOUT`], for processes that run for a while by design.
 pub fn run_capturing_within(program: &Path, args: &[&str], timeout: Duration) -> Finished {
     let mut cmd = Command::new(program);
-    cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.args(args);
+    run_command(cmd, timeout)
+}
+
+/// Runs `cmd` to completion within `timeout`, capturing stdout and stderr; panics
+/// (after killing it) if it does not exit in time. The one runner behind the others.
+fn run_command(mut cmd: Command, timeout: Duration) -> Finished {
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawning {cmd:?}: {e}"));
     let (stdout, stderr) = (child.stdout.take().expect("piped"), child.stderr.take().expect("piped"));
     let mut child = KillOnDrop(child);
