@@ -21,9 +21,8 @@ const OK: &str = "HTTP/1.1 200 OK";
 /// 2-core CI machine; a passing run takes a small fraction of it.
 const WAIT: Duration = Duration::from_secs(15);
 
-/// `percore serve`, whose worker processes are also killed on drop while the
-/// master is still running, so a failing test leaves none behind even if the
-/// master's own clean-up (SIGTERM on its death) were broken.
+/// `percore serve` with the waits for its worker lines and its exit that these tests
+/// share (its workers are killed on drop by `Server`).
 struct Percore {
     server: Server,
 }
@@ -80,19 +79,6 @@ impl Deref for Percore {
 impl DerefMut for Percore {
     fn deref_mut(&mut self) -> &mut Server {
         &mut self.server
-    }
-}
-
-impl Drop for Percore {
-    fn drop(&mut self) {
-        // Only while the master is unreaped is its pid surely still its own,
-        // and are its children surely its workers.
-        if self.server.try_exit_status().is_none() {
-            for pid in children_of(self.server.pid()) {
-                try_signal(pid, "KILL");
-            }
-        }
-        // Then the Server guard kills and reaps the master.
     }
 }
 

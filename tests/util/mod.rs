@@ -168,6 +168,15 @@ impl Drop for Server {
             // The test output is the only place this would otherwise be seen.
             eprintln!("server stderr:\n{}", self.stderr());
         }
+        // Its worker processes are killed too, so that none outlives a failed test
+        // even if the master's own clean-up were broken. Only while the master is
+        // unreaped is its pid surely its own, and are its children its workers.
+        if self.try_exit_status().is_none() {
+            for pid in children_of(self.pid()) {
+                try_signal(pid, "KILL");
+            }
+        }
+        // Then the KillOnDrop field kills and reaps the master.
     }
 }
 
