@@ -312,7 +312,7 @@ fn sigterm_answers_pipelined_requests_already_sent() {
 
 #[test]
 fn second_sigint_stops_at_once() {
-    let mut server = Percore::start(&["--shutdown-timeout", "30"]);
+    let mut server = Percore::start(&["--workers", "2", "--shutdown-timeout", "30"]);
     server.workers(2);
     let mut client = accepted_client(&server);
     // A request without its final CRLF: a graceful stop waits for the rest.
