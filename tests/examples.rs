@@ -7,16 +7,15 @@ mod util;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 
-use util::{connect, run_capturing, Method, Server};
+use util::{connect, run_capturing, Method, Server, WAIT};
 
 #[test]
 fn hello_serves_its_json_on_every_path_from_two_workers() {
     let server = Server::example("hello", &["--workers", "2", "--cpus", "0,1"]);
     // The master prints its workers' lines after `listening on`: wait for them.
     let two_workers = |s: &str| s.contains("worker 0 pid") && s.contains("worker 1 pid");
-    server.wait_for_stderr(Duration::from_secs(15), "two worker lines", two_workers);
+    server.wait_for_stderr(WAIT, "two worker lines", two_workers);
     for path in ["/", "/any/path?q=1"] {
         let mut client = server.client();
         client.send_request(Method::Get, path, "HTTP/1.1", &[]);

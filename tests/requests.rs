@@ -7,10 +7,8 @@ use std::panic::{self, AssertUnwindSafe};
 use std::thread;
 use std::time::Duration;
 
-use util::{date_of, Client, Method, Server};
+use util::{date_of, Client, Method, Server, HELLO, OK};
 
-const HELLO: &[u8] = b"hello, world!\n";
-const OK: &str = "HTTP/1.1 200 OK";
 const BAD: &str = "HTTP/1.1 400 Bad Request";
 const NOT_ALLOWED: &str = "HTTP/1.1 405 Method Not Allowed";
 const TOO_LARGE: &str = "HTTP/1.1 413 Content Too Large";

@@ -8,10 +8,7 @@ use std::path::PathBuf;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use util::{date_of, percore_bin, request, run_expecting_exit, Client, Method, Response, Server};
-
-const HELLO: &[u8] = b"hello, world!\n";
-const OK: &str = "HTTP/1.1 200 OK";
+use util::{date_of, percore_bin, request, run_expecting_exit, Client, Method, Response, Server, HELLO, OK};
 
 /// The exact bytes of a 200 response with the given `date` (taken from the
 /// response under test, as it cannot be predicted) and `extra` header lines

@@ -10,16 +10,8 @@ use std::time::Duration;
 use util::{
     children_of, cpus_allowed, is_running, percore_bin, proc_state, request, run_capturing,
     run_expecting_exit, run_expecting_exit_with_env, signal, signal_pending, stopped_lines, try_signal,
-    wait_until, worker_lines, Client, Method, Response, Server, StoppedLine, WorkerLine,
+    wait_until, worker_lines, Client, Method, Response, Server, StoppedLine, WorkerLine, HELLO, OK, WAIT,
 };
-
-const HELLO: &[u8] = b"hello, world!\n";
-const OK: &str = "HTTP/1.1 200 OK";
-
-/// Bound on every wait for something the server does on its own: a line on
-/// stderr, a worker pinning itself, a process exiting. Generous, for a loaded
-/// 2-core CI machine; a passing run takes a small fraction of it.
-const WAIT: Duration = Duration::from_secs(15);
 
 /// `percore serve` with the waits for its worker lines and its exit that these tests
 /// share (its workers are killed on drop by `Server`).

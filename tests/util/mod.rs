@@ -24,6 +24,15 @@ pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// fails the test instead of hanging it.
 pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Bound on every wait for something a server does on its own: a line on stderr, a
+/// timeout firing, a worker pinning itself, a process exiting. Generous, for a loaded
+/// 2-core CI machine; a passing run takes a small fraction of it.
+pub const WAIT: Duration = Duration::from_secs(15);
+
+/// The hello server's default body, and the status line of its answers.
+pub const HELLO: &[u8] = b"hello, world!\n";
+pub const OK: &str = "HTTP/1.1 200 OK";
+
 /// Building the echo example may compile the library first.
 const BUILD_TIMEOUT: Duration = Duration::from_secs(600);
 
