@@ -12,7 +12,7 @@ use std::sync::{mpsc, Arc};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use util::{connect, is_running, wait_until, worker_lines, Server, HELLO, OK, WAIT};
+use util::{connect, is_running, wait_until, worker_lines, Server, TempFile, HELLO, OK, WAIT};
 
 const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
 const GET_CLOSE: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
@@ -389,30 +389,11 @@ fn slow_reader_cannot_grow_the_worker() {
 }
 
 /// A body file of `len` bytes under the temp dir, removed on drop.
-struct BodyFile(std::path::PathBuf);
-
-impl BodyFile {
-    fn new(len: usize) -> BodyFile {
-        let path = std::env::temp_dir().join(format!("percore-limits-body-{}-{len}", std::process::id()));
-        std::fs::write(&path, vec![b'x'; len]).expect("writing the body file");
-        BodyFile(path)
-    }
-    fn path(&self) -> &str {
-        self.0.to_str().expect("a UTF-8 temp path")
-    }
-}
-
-impl Drop for BodyFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
 #[test]
 fn send_timeout_drops_a_closing_connection_whose_peer_never_reads() {
     // The answer closes the connection (HTTP/1.0) but is far larger than the socket
     // buffers, so the connection waits, closing, for a peer that never reads.
-    let body = BodyFile::new(8 * 1024 * 1024);
+    let body = TempFile::with_contents(&vec![b'x'; 8 * 1024 * 1024]);
     let (server, worker) = one_worker(&["--send-timeout", "1", "--body-file", body.path()]);
     let baseline = idle_fd_count(&server, worker);
     let stream = connect(server.addr());
@@ -427,7 +408,7 @@ fn pipelined_requests_for_a_large_body_cannot_grow_the_worker() {
     const RSS_BOUND_KIB: u64 = 64 * 1024;
     // 300 requests in one write would be 300 MiB of answers if they were all
     // produced at once.
-    let body = BodyFile::new(1024 * 1024);
+    let body = TempFile::with_contents(&vec![b'x'; 1024 * 1024]);
     let (server, worker) = one_worker(&["--body-file", body.path()]);
     let stream = connect(server.addr());
     (&stream).write_all(&GET.repeat(REQUESTS)).expect("sending");

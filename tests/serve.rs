@@ -2,13 +2,13 @@
 
 mod util;
 
-use std::io::Write;
 use std::net::TcpListener;
-use std::path::PathBuf;
 use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use util::{date_of, percore_bin, request, run_expecting_exit, Client, Method, Response, Server, HELLO, OK};
+use util::{
+    date_of, percore_bin, request, run_expecting_exit, Client, Method, Response, Server, TempFile, HELLO, OK,
+};
 
 /// The exact bytes of a 200 response with the given `date` (taken from the
 /// response under test, as it cannot be predicted) and `extra` header lines
@@ -264,33 +264,10 @@ fn custom_body_from_flag() {
 }
 
 /// A uniquely named file in the temp dir, removed on drop.
-struct TempFile(PathBuf);
-
-impl TempFile {
-    fn with_contents(contents: &[u8]) -> TempFile {
-        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
-        let name = format!("percore-test-body-{}-{nanos}", std::process::id());
-        let path = std::env::temp_dir().join(name);
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .unwrap_or_else(|e| panic!("creating {}: {e}", path.display()));
-        file.write_all(contents).unwrap();
-        TempFile(path)
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
 #[test]
 fn custom_body_from_file() {
     let file = TempFile::with_contents(CUSTOM_BODY.as_bytes());
-    let path = file.0.to_str().expect("temp path is UTF-8");
+    let path = file.path();
     let server = Server::percore(&["--body-file", path, "--content-type", JSON]);
     assert_custom_body_served(&server);
 }

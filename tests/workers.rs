@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use util::{
     children_of, cpus_allowed, is_running, percore_bin, proc_state, request, run_capturing,
-    run_expecting_exit, run_expecting_exit_with_env, signal, signal_pending, stopped_lines, try_signal,
-    wait_until, worker_lines, Client, Method, Response, Server, StoppedLine, WorkerLine, HELLO, OK, WAIT,
+    run_expecting_exit, run_expecting_exit_with_env, signal, signal_pending, stat_fields, stopped_lines,
+    try_signal, wait_until, worker_lines, Client, Method, Response, Server, StoppedLine, WorkerLine, HELLO,
+    OK, WAIT,
 };
 
 /// `percore serve` with the waits for its worker lines and its exit that these tests
@@ -395,10 +396,8 @@ fn tune_reports_every_setting_of_sysctl_conf() {
 
 /// The scheduling policy of a process: field 41 of /proc/PID/stat (3 is SCHED_BATCH).
 fn sched_policy(pid: u32) -> u32 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("reading /proc/PID/stat");
-    // Fields after the command name, which ends at the last ')': state is field 3.
-    let fields: Vec<&str> =
-        stat.rsplit_once(')').expect("stat has a command name").1.split_whitespace().collect();
+    let fields = stat_fields(pid).unwrap_or_else(|| panic!("reading /proc/{pid}/stat"));
+    // Field 41 of stat; the first of `fields` is field 3.
     fields[41 - 3].parse().expect("policy is a number")
 }
 

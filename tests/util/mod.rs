@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// How long a server may take to print its `listening on` line, or a process
 /// that is expected to exit may take to do so.
@@ -520,13 +520,8 @@ pub fn signal(pid: u32, name: &str) {
 /// State letter and parent pid of `pid` from /proc/PID/stat, None if there is
 /// no such process.
 pub fn proc_state(pid: u32) -> Option<(char, u32)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name is in parentheses and may itself hold spaces or ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut fields = rest.split_whitespace();
-    let state = fields.next()?.chars().next()?;
-    let ppid = fields.next()?.parse().ok()?;
-    Some((state, ppid))
+    let fields = stat_fields(pid)?;
+    Some((fields.first()?.chars().next()?, fields.get(1)?.parse().ok()?))
 }
 
 /// Whether `pid` exists and is not a zombie.
@@ -689,4 +684,42 @@ pub fn date_of(response: &Response) -> &str {
     // formatting back yields IMF-fixdate, so equality pins the format down.
     assert_eq!(httpdate::fmt_http_date(parsed), date, "Date is not IMF-fixdate");
     date
+}
+
+/// A file in the temporary directory, with a name no other test or run takes,
+/// removed on drop.
+pub struct TempFile(PathBuf);
+
+impl TempFile {
+    /// Creates the file with `contents`.
+    pub fn with_contents(contents: &[u8]) -> TempFile {
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
+        let name = format!("percore-test-{}-{nanos}", std::process::id());
+        let path = std::env::temp_dir().join(name);
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .unwrap_or_else(|e| panic!("creating {}: {e}", path.display()));
+        file.write_all(contents).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+        TempFile(path)
+    }
+
+    /// Its path, for a command line.
+    pub fn path(&self) -> &str {
+        self.0.to_str().expect("a UTF-8 temp path")
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// The fields of `/proc/PID/stat` after the command name (which is in parentheses
+/// and may itself hold spaces or ')'): the state, field 3, comes first.
+pub fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    Some(stat[stat.rfind(')')? + 1..].split_whitespace().map(str::to_owned).collect())
 }
