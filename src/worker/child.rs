@@ -3,18 +3,21 @@
 use std::net::TcpListener;
 use std::time::Duration;
 
-use crate::reactor::{Config, Protocol, Reactor, Wake};
+use super::Options;
+use crate::reactor::{Protocol, Reactor, Wake};
 use crate::sys::{self, SignalFd};
 
-/// What a worker is given by the master.
-pub(crate) struct Assignment {
+/// What a worker is given by the master: which worker it is, and the options of all.
+pub(crate) struct Assignment<'a> {
     pub(crate) index: usize,
-    pub(crate) cpu: usize,
-    pub(crate) pin: bool,
-    pub(crate) batch_scheduling: bool,
     pub(crate) master_pid: u32,
-    pub(crate) shutdown_timeout: Duration,
-    pub(crate) config: Config,
+    pub(crate) options: &'a Options,
+}
+
+impl Assignment<'_> {
+    fn cpu(&self) -> usize {
+        self.options.cpus[self.index]
+    }
 }
 
 /// Environment variable that makes every worker fail at start, to test how the
@@ -24,7 +27,7 @@ pub(crate) const FAULT_VARIABLE: &str = "PERCORE_FAULT";
 /// Runs the worker until it stops, on the signals `signals` reads (the master's
 /// signalfd, inherited: after a fork it reads the worker's own); returns its exit status.
 pub(crate) fn run<P: Protocol>(
-    job: &Assignment,
+    job: &Assignment<'_>,
     listener: TcpListener,
     signals: SignalFd,
     make_protocol: impl FnOnce() -> std::io::Result<P>,
@@ -32,14 +35,14 @@ pub(crate) fn run<P: Protocol>(
     match serve(job, listener, signals, make_protocol) {
         Ok(()) => 0,
         Err(message) => {
-            say!("percore: worker {} (cpu {}): {message}", job.index, job.cpu);
+            say!("percore: worker {} (cpu {}): {message}", job.index, job.cpu());
             1
         }
     }
 }
 
 fn serve<P: Protocol>(
-    job: &Assignment,
+    job: &Assignment<'_>,
     listener: TcpListener,
     signals: SignalFd,
     make_protocol: impl FnOnce() -> std::io::Result<P>,
@@ -50,20 +53,21 @@ fn serve<P: Protocol>(
     if std::os::unix::process::parent_id() != job.master_pid {
         return Err("the master is gone".into());
     }
-    if job.pin && !core_affinity::set_for_current(core_affinity::CoreId { id: job.cpu }) {
-        return Err(format!("cannot pin to CPU {}", job.cpu));
+    if job.options.pin && !core_affinity::set_for_current(core_affinity::CoreId { id: job.cpu() }) {
+        return Err(format!("cannot pin to CPU {}", job.cpu()));
     }
-    if job.batch_scheduling {
+    if job.options.batch_scheduling {
         sys::set_batch_scheduling().map_err(|e| format!("cannot set SCHED_BATCH: {e}"))?;
     }
     if std::env::var_os(FAULT_VARIABLE).is_some_and(|v| v == "worker-start") {
         return Err(format!("fault injected at start ({FAULT_VARIABLE}=worker-start)"));
     }
     let protocol = make_protocol().map_err(|e| e.to_string())?;
-    let mut reactor = Reactor::new(listener, protocol, job.config).map_err(|e| format!("event loop: {e}"))?;
+    let mut reactor =
+        Reactor::new(listener, protocol, job.options.reactor).map_err(|e| format!("event loop: {e}"))?;
     reactor.watch(signals.raw_fd()).map_err(|e| format!("event loop: {e}"))?;
     while reactor.run().map_err(|e| format!("event loop: {e}"))? == Wake::Control {
-        if !on_signals(&signals, &mut reactor, job.shutdown_timeout)? {
+        if !on_signals(&signals, &mut reactor, job.options.shutdown_timeout)? {
             break;
         }
     }
@@ -72,7 +76,7 @@ fn serve<P: Protocol>(
         "worker {} pid {} cpu {} stopped: {} connections, {} requests, {} errors",
         job.index,
         std::process::id(),
-        job.cpu,
+        job.cpu(),
         stats.accepted,
         counts.requests,
         stats.errors + counts.errors

@@ -29,8 +29,9 @@ enum Role {
     Worker(usize),
 }
 
+/// A worker's place: worker `i` runs on `options.cpus[i]`.
+#[derive(Default)]
 struct Slot {
-    cpu: usize,
     pid: Option<libc::pid_t>,
     restart_at: Option<Instant>,
     deaths: VecDeque<Instant>,
@@ -60,11 +61,7 @@ impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>> Master<'a, F> {
         let signals = SignalFd::new()?;
         let epoll = Epoll::new()?;
         epoll.add(signals.raw_fd(), sys::INTEREST_READ, 0)?;
-        let slots = options
-            .cpus
-            .iter()
-            .map(|&cpu| Slot { cpu, pid: None, restart_at: None, deaths: VecDeque::new() })
-            .collect();
+        let slots = options.cpus.iter().map(|_| Slot::default()).collect();
         Ok(Master {
             options,
             listeners,
@@ -109,13 +106,13 @@ impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>> Master<'a, F> {
 
     /// Forks worker `index`; says which side of the fork returns.
     fn start(&mut self, index: usize) -> std::io::Result<Role> {
-        let slot = &mut self.slots[index];
+        let (slot, cpu) = (&mut self.slots[index], self.options.cpus[index]);
         slot.restart_at = None;
         match sys::fork()? {
             Forked::Child => Ok(Role::Worker(index)),
             Forked::Parent(pid) => {
                 slot.pid = Some(pid);
-                say!("worker {index} pid {pid} cpu {}", slot.cpu);
+                say!("worker {index} pid {pid} cpu {cpu}");
                 Ok(Role::Master)
             }
         }
@@ -124,15 +121,7 @@ impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>> Master<'a, F> {
     /// In the child of a fork: closes what belongs to the master (its epoll, the other
     /// workers' listeners) and runs as worker `index`, on the inherited signalfd.
     fn become_worker(mut self, index: usize) -> ! {
-        let job = Assignment {
-            index,
-            cpu: self.slots[index].cpu,
-            pin: self.options.pin,
-            batch_scheduling: self.options.batch_scheduling,
-            master_pid: self.pid,
-            shutdown_timeout: self.options.shutdown_timeout,
-            config: self.options.reactor,
-        };
+        let job = Assignment { index, master_pid: self.pid, options: self.options };
         let listener = self.listeners.swap_remove(index);
         drop((self.listeners, self.epoll));
         // After a fork a signalfd reads the signals of the process that reads it.
@@ -157,13 +146,12 @@ impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>> Master<'a, F> {
     /// Schedules the restart of a worker that died unexpectedly, or gives up.
     fn on_crash(&mut self, index: usize, exit: Exit) {
         let now = Instant::now();
-        let slot = &mut self.slots[index];
+        let (slot, cpu) = (&mut self.slots[index], self.options.cpus[index]);
         slot.deaths.retain(|&at| now.duration_since(at) < CRASH_WINDOW);
         slot.deaths.push_back(now);
         if slot.deaths.len() >= CRASH_LIMIT {
             let why = format!(
-                "worker {index} (cpu {}) died {CRASH_LIMIT} times within {} s, last it {exit}; giving up",
-                slot.cpu,
+                "worker {index} (cpu {cpu}) died {CRASH_LIMIT} times within {} s, last it {exit}; giving up",
                 CRASH_WINDOW.as_secs()
             );
             say!("percore: {why}");
@@ -171,7 +159,7 @@ impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>> Master<'a, F> {
             return self.stop(libc::SIGTERM);
         }
         let backoff = FIRST_BACKOFF.saturating_mul(1 << (slot.deaths.len() - 1)).min(MAX_BACKOFF);
-        say!("worker {index} cpu {} {exit}; restarting in {} ms", slot.cpu, backoff.as_millis());
+        say!("worker {index} cpu {cpu} {exit}; restarting in {} ms", backoff.as_millis());
         slot.restart_at = Some(now + backoff);
     }
 
