@@ -3,6 +3,10 @@
 
 use std::fmt::Write;
 
+/// One past the highest CPU number Linux supports (`CONFIG_NR_CPUS` is at most 8192):
+/// a list cannot name more, so a range like `0-99999999999` is refused, not expanded.
+const MAX_CPUS: usize = 8192;
+
 /// The CPUs this process may run on, in ascending order.
 pub fn allowed_cpus() -> Vec<usize> {
     let mut cpus: Vec<usize> =
@@ -12,7 +16,7 @@ pub fn allowed_cpus() -> Vec<usize> {
 }
 
 /// Parses a CPU list in taskset's syntax: numbers and ranges separated by commas,
-/// a range optionally with a stride (`0-3,6`, `7`, `0-10:2`).
+/// a range optionally with a stride (`0-3,6`, `7`, `0-10:2`), each CPU below 8192.
 ///
 /// ```
 /// assert_eq!(percore::worker::parse_cpu_list("0-3,6"), Ok(vec![0, 1, 2, 3, 6]));
@@ -36,6 +40,12 @@ pub fn parse_cpu_list(list: &str) -> Result<Vec<usize>, String> {
         let last: usize = last.trim().parse().map_err(|_| bad(part))?;
         if first > last {
             return Err(bad(part));
+        }
+        if last >= MAX_CPUS {
+            return Err(format!(
+                "invalid CPU list {list:?}: CPU {last} is above {}, the highest Linux has",
+                MAX_CPUS - 1
+            ));
         }
         cpus.extend((first..=last).step_by(stride));
     }
@@ -102,7 +112,8 @@ mod tests {
         assert_eq!(parse_cpu_list("0-3,6"), Ok(vec![0, 1, 2, 3, 6]));
         assert_eq!(parse_cpu_list("7"), Ok(vec![7]));
         assert_eq!(parse_cpu_list("0-6:2,1"), Ok(vec![0, 1, 2, 4, 6]));
-        for bad in ["", "a", "3-1", "1-", "0-4:0", "1,,2", "-1"] {
+        assert_eq!(parse_cpu_list("8191"), Ok(vec![8191]));
+        for bad in ["", "a", "3-1", "1-", "0-4:0", "1,,2", "-1", "8192", "0-99999999999"] {
             assert!(parse_cpu_list(bad).is_err(), "{bad:?} must be refused");
         }
     }
