@@ -8,33 +8,23 @@ pub(crate) fn is_tchar(b: u8) -> bool {
     TCHAR[b as usize]
 }
 
-const TCHAR: [bool; 256] = {
+const TCHAR: [bool; 256] = alphanumeric_and(b"!#$%&'*+-.^_`|~");
+
+/// A byte class as a table: ASCII letters and digits, and the bytes of `extra`.
+const fn alphanumeric_and(extra: &[u8]) -> [bool; 256] {
     let mut table = [false; 256];
     let mut b = 0;
     while b < 256 {
-        let c = b as u8;
-        table[b] = c.is_ascii_alphanumeric()
-            || matches!(
-                c,
-                b'!' | b'#'
-                    | b'$'
-                    | b'%'
-                    | b'&'
-                    | b'\''
-                    | b'*'
-                    | b'+'
-                    | b'-'
-                    | b'.'
-                    | b'^'
-                    | b'_'
-                    | b'`'
-                    | b'|'
-                    | b'~'
-            );
+        table[b] = (b as u8).is_ascii_alphanumeric();
         b += 1;
     }
+    let mut i = 0;
+    while i < extra.len() {
+        table[extra[i] as usize] = true;
+        i += 1;
+    }
     table
-};
+}
 
 /// The position of the first `\n` in `haystack`. Looks at 8 bytes at a time (a word
 /// has a zero byte where `word ^ 0x0a0a..` does; the classic bit trick), since every
@@ -147,21 +137,7 @@ pub(crate) fn is_host_byte(b: u8) -> bool {
     HOST[b as usize]
 }
 
-const HOST: [bool; 256] = {
-    let mut table = [false; 256];
-    let extra = b"-._~%!$&'()*+,;=:[]";
-    let mut b = 0;
-    while b < 256 {
-        table[b] = (b as u8).is_ascii_alphanumeric();
-        b += 1;
-    }
-    let mut i = 0;
-    while i < extra.len() {
-        table[extra[i] as usize] = true;
-        i += 1;
-    }
-    table
-};
+const HOST: [bool; 256] = alphanumeric_and(b"-._~%!$&'()*+,;=:[]");
 
 /// `field-value` bytes: visible ASCII, SP, HTAB and obs-text; no other control byte
 /// (so no NUL and no CR inside a value).
@@ -196,5 +172,14 @@ mod tests {
             text[at] = 0x8a; // a byte that differs from \n only in its high bit
         }
         assert_eq!(find_newline(&text), None);
+    }
+
+    #[test]
+    fn byte_classes_hold_exactly_their_bytes() {
+        let members =
+            |class: fn(u8) -> bool| (0..=255u8).filter(move |&b| class(b) && !b.is_ascii_alphanumeric());
+        assert_eq!(members(is_tchar).collect::<Vec<_>>(), b"!#$%&'*+-.^_`|~");
+        assert_eq!(members(is_host_byte).collect::<Vec<_>>(), b"!$%&'()*+,-.:;=[]_~");
+        assert!((0..=255u8).filter(u8::is_ascii_alphanumeric).all(|b| is_tchar(b) && is_host_byte(b)));
     }
 }
