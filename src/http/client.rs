@@ -18,7 +18,7 @@
 use super::parse::Status;
 use super::syntax::{
     agreed_length, all_bytes, complete_line, connection_options, find_head_end, is_value_byte, next_line,
-    split_field, trim_ows,
+    number, split_field, trim_ows,
 };
 
 /// The largest response head accepted, from the status line to the empty line. Twice
@@ -358,11 +358,7 @@ fn chunk_size(line: &[u8]) -> Result<u64, ResponseError> {
     if digits == 0 {
         return Err(ResponseError::Chunk);
     }
-    let size = line[..digits].iter().try_fold(0u64, |n, &b| {
-        // The byte is a hex digit, so `to_digit(16)` is `Some`; 0 is never reached.
-        let digit = u64::from(char::from(b).to_digit(16).unwrap_or(0));
-        n.checked_mul(16)?.checked_add(digit)
-    });
+    let size = number(&line[..digits], 16);
     check_chunk_ext(&line[digits..])?;
     size.ok_or(ResponseError::Chunk)
 }

@@ -102,9 +102,15 @@ fn parse_length(value: &[u8]) -> Option<u64> {
     if value.is_empty() {
         return None;
     }
-    value.iter().try_fold(0u64, |n, &b| {
-        let digit = b.is_ascii_digit().then(|| u64::from(b - b'0'))?;
-        n.checked_mul(10)?.checked_add(digit)
+    number(value, 10)
+}
+
+/// The value of `digits` in `radix` (a decimal length, a hex chunk size); `None` if a
+/// byte is no digit of it or the value overflows.
+pub(crate) fn number(digits: &[u8], radix: u32) -> Option<u64> {
+    digits.iter().try_fold(0u64, |n, &b| {
+        let digit = char::from(b).to_digit(radix)?;
+        n.checked_mul(u64::from(radix))?.checked_add(u64::from(digit))
     })
 }
 
