@@ -120,14 +120,19 @@ impl Epoll {
 /// Accepts one connection from a non-blocking listener, itself non-blocking and
 /// close-on-exec. `WouldBlock` means the queue is drained.
 pub fn accept(listener: RawFd) -> io::Result<OwnedFd> {
+    let flags = libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
+    // SAFETY: null address pointers ask the kernel not to report the peer address.
+    let fd = restarting(|| syscall!(accept4(listener, std::ptr::null_mut(), std::ptr::null_mut(), flags)))?;
+    // SAFETY: accept4 returned a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Makes `call` again while it fails with `EINTR`.
+fn restarting<T>(mut call: impl FnMut() -> io::Result<T>) -> io::Result<T> {
     loop {
-        let flags = libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
-        // SAFETY: null address pointers ask the kernel not to report the peer address.
-        match syscall!(accept4(listener, std::ptr::null_mut(), std::ptr::null_mut(), flags)) {
-            // SAFETY: accept4 returned a new descriptor that nothing else owns.
-            Ok(fd) => return Ok(unsafe { OwnedFd::from_raw_fd(fd) }),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
+        match call() {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            result => return result,
         }
     }
 }
@@ -176,26 +181,16 @@ pub fn is_in_progress(e: &io::Error) -> bool {
 
 /// Reads into `buf`; `Ok(0)` is end of stream, `WouldBlock` means drained.
 pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
-    loop {
-        // SAFETY: the kernel writes at most `buf.len()` bytes into `buf`.
-        match syscall!(recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0)) {
-            Ok(n) => return Ok(n as usize),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        }
-    }
+    // SAFETY: the kernel writes at most `buf.len()` bytes into `buf`.
+    let n = restarting(|| syscall!(recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0)))?;
+    Ok(n as usize)
 }
 
 /// Sends from `buf` without raising SIGPIPE on a closed peer; returns bytes sent.
 pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
-    loop {
-        // SAFETY: the kernel reads at most `buf.len()` bytes from `buf`.
-        match syscall!(send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL)) {
-            Ok(n) => return Ok(n as usize),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        }
-    }
+    // SAFETY: the kernel reads at most `buf.len()` bytes from `buf`.
+    let n = restarting(|| syscall!(send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL)))?;
+    Ok(n as usize)
 }
 
 /// Shuts down the sending side: the peer sees end of stream after what was sent.
