@@ -7,6 +7,7 @@
 //! redis-benchmark -p 6380 -t ping -P 16 -q
 //! ```
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use percore::reactor::{Protocol, Verdict};
@@ -78,32 +79,33 @@ fn parse(buf: &[u8]) -> Parsed<'_> {
 }
 
 fn bulk(out: &mut Vec<u8>, value: &[u8]) {
-    out.extend_from_slice(format!("${}\r\n", value.len()).as_bytes());
+    // Writing to a Vec cannot fail.
+    let _ = write!(out, "${}\r\n", value.len());
     out.extend_from_slice(value);
     out.extend_from_slice(b"\r\n");
 }
 
-/// Appends the reply to `command`; returns false for `QUIT`.
+/// Appends the reply to `command`; returns false for `QUIT`. Names match in any case,
+/// without allocating: this runs once per command.
 fn reply(command: &Command<'_>, out: &mut Vec<u8>) -> bool {
     let [name, arg] = command.args;
-    match (name.to_ascii_uppercase().as_slice(), command.count) {
-        (b"PING", 1) => out.extend_from_slice(b"+PONG\r\n"),
-        (b"PING", 2) | (b"ECHO", 2) => bulk(out, arg),
-        (b"QUIT", _) => {
+    let is = |known: &[u8]| name.eq_ignore_ascii_case(known);
+    match command.count {
+        1 if is(b"PING") => out.extend_from_slice(b"+PONG\r\n"),
+        2 if is(b"PING") || is(b"ECHO") => bulk(out, arg),
+        _ if is(b"QUIT") => {
             out.extend_from_slice(b"+OK\r\n");
             return false;
         }
-        (b"PING" | b"ECHO", _) => {
+        _ if is(b"PING") || is(b"ECHO") => {
             let name = String::from_utf8_lossy(name).to_lowercase();
-            out.extend_from_slice(
-                format!("-ERR wrong number of arguments for '{name}' command\r\n").as_bytes(),
-            );
+            let _ = write!(out, "-ERR wrong number of arguments for '{name}' command\r\n");
         }
         _ => {
             // Quotes and line breaks in the name would break the reply's line.
             let name: String =
                 String::from_utf8_lossy(name).chars().filter(|c| !c.is_control() && *c != '\'').collect();
-            out.extend_from_slice(format!("-ERR unknown command '{name}'\r\n").as_bytes());
+            let _ = write!(out, "-ERR unknown command '{name}'\r\n");
         }
     }
     true
