@@ -15,11 +15,11 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     };
     let options = BenchOptions {
         target: Target::parse(&args.url)?,
-        connections: usize::try_from(args.connections).unwrap_or(usize::MAX),
+        connections: crate::size(args.connections),
         stop,
         cpus: percore::worker::plan_or_exit(args.cpus.as_ref(), args.threads),
         pin: !args.no_pin,
-        pipeline: usize::try_from(args.pipeline).unwrap_or(usize::MAX),
+        pipeline: crate::size(args.pipeline),
         close: args.close,
         rate: args.rate,
         method: args.method,
