@@ -34,11 +34,9 @@ impl<P: Protocol> Reactor<P> {
         }
         let id = ConnId(token.0);
         let conn = self.connections.get_mut(token).expect("inserted above");
-        self.output.clear();
-        self.protocol.on_open(id, &mut conn.state, &mut self.output);
         // Queued, not sent: the socket may still be connecting. The edge that says
         // it is writable (connected) flushes it.
-        conn.pending_output.extend_from_slice(&self.output);
+        self.protocol.on_open(id, &mut conn.state, &mut conn.pending_output);
         self.finish(token, Next::Wait);
         Ok(id)
     }
