@@ -254,7 +254,7 @@ pub struct Response {
 impl Response {
     /// Value of the first header named `name` (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
-        header(self, name)
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 
     /// The exact bytes this response occupied on the wire.
@@ -266,11 +266,6 @@ impl Response {
         let value = self.header("Content-Length").unwrap_or_else(|| panic!("no Content-Length in {self:?}"));
         value.parse().unwrap_or_else(|e| panic!("bad Content-Length {value:?}: {e}"))
     }
-}
-
-/// Value of the first header named `name` (case-insensitive).
-pub fn header<'a>(response: &'a Response, name: &str) -> Option<&'a str> {
-    response.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
 }
 
 /// Whether the request a response answers was a HEAD, which decides whether
