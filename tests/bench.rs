@@ -118,7 +118,7 @@ impl Drop for CannedServer {
 /// (everything up to its blank line) with `response`, or never answers if
 /// `response` is empty; with `close_after` it closes each connection after
 /// its first answer.
-fn canned_server(response: &'static [u8], close_after: bool) -> (SocketAddr, CannedServer) {
+fn canned_server(response: &'static [u8], close_after: bool) -> CannedServer {
     let listener = TcpListener::bind("127.0.0.1:0").expect("binding a loopback listener");
     let addr = listener.local_addr().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
@@ -134,7 +134,14 @@ fn canned_server(response: &'static [u8], close_after: bool) -> (SocketAddr, Can
             thread::spawn(move || answer_requests(stream, response, close_after));
         }
     });
-    (addr, CannedServer { addr, stop, acceptor: Some(acceptor) })
+    CannedServer { addr, stop, acceptor: Some(acceptor) }
+}
+
+/// `percore bench URL ARGS --json` against a [`canned_server`] answering `response`.
+fn bench_canned(response: &'static [u8], close_after: bool, args: &[&str]) -> Value {
+    let server = canned_server(response, close_after);
+    let url = url(server.addr);
+    bench_json(&[&[url.as_str()], args].concat())
 }
 
 /// One connection of [`canned_server`]: reads request heads (pipelined ones
@@ -203,8 +210,7 @@ fn close_mode_counts_exactly_n_requests() {
 #[test]
 fn chunked_bodies_are_framed_and_counted() {
     const RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
-    let (addr, _server) = canned_server(RESPONSE, false);
-    let report = bench_json(&[&url(addr), "-n", "200", "-c", "2", "-t", "1"]);
+    let report = bench_canned(RESPONSE, false, &["-n", "200", "-c", "2", "-t", "1"]);
     assert_eq!(count(&report, "/requests"), 200, "{report:#}");
     assert_eq!(count(&report, "/errors/total"), 0, "{report:#}");
     // Every byte of each response (head and chunks) counted, no more.
@@ -214,8 +220,7 @@ fn chunked_bodies_are_framed_and_counted() {
 #[test]
 fn connection_close_answers_make_keep_alive_reconnect() {
     const RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
-    let (addr, _server) = canned_server(RESPONSE, true);
-    let report = bench_json(&[&url(addr), "-n", "100", "-c", "4", "-t", "1"]);
+    let report = bench_canned(RESPONSE, true, &["-n", "100", "-c", "4", "-t", "1"]);
     assert_eq!(count(&report, "/requests"), 100, "{report:#}");
     assert_eq!(count(&report, "/errors/total"), 0, "{report:#}");
 }
@@ -223,8 +228,7 @@ fn connection_close_answers_make_keep_alive_reconnect() {
 #[test]
 fn server_errors_count_as_non_2xx_not_errors() {
     const RESPONSE: &[u8] = b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n";
-    let (addr, _server) = canned_server(RESPONSE, false);
-    let report = bench_json(&[&url(addr), "-n", "100", "-c", "2", "-t", "1"]);
+    let report = bench_canned(RESPONSE, false, &["-n", "100", "-c", "2", "-t", "1"]);
     assert_eq!(count(&report, "/requests"), 100, "{report:#}");
     assert_eq!(count(&report, "/non_2xx"), 100, "{report:#}");
     assert_eq!(count(&report, "/errors/total"), 0, "{report:#}");
@@ -233,19 +237,17 @@ fn server_errors_count_as_non_2xx_not_errors() {
 #[test]
 fn unanswered_requests_time_out_and_the_run_ends() {
     // An empty response: the server reads every request and never answers.
-    let (addr, _server) = canned_server(b"", false);
     // bench_json's bounded wait is the check that the run ends by itself:
     // 4 requests, 2 at a time, each given up after 1 to 2 s.
-    let report = bench_json(&[&url(addr), "-n", "4", "-c", "2", "-t", "1", "--timeout", "1"]);
+    let report = bench_canned(b"", false, &["-n", "4", "-c", "2", "-t", "1", "--timeout", "1"]);
     assert!(count(&report, "/errors/timeout") >= 2, "{report:#}");
     assert_eq!(count(&report, "/requests"), 0, "{report:#}");
 }
 
 #[test]
 fn garbage_answers_count_as_parse_errors_and_the_run_ends() {
-    let (addr, _server) = canned_server(b"NOT HTTP\r\n\r\n", false);
     // As above, bench_json's bounded wait checks that the run ends by itself.
-    let report = bench_json(&[&url(addr), "-n", "20", "-c", "2", "-t", "1"]);
+    let report = bench_canned(b"NOT HTTP\r\n\r\n", false, &["-n", "20", "-c", "2", "-t", "1"]);
     assert!(count(&report, "/errors/parse") > 0, "{report:#}");
 }
 
