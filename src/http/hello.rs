@@ -3,7 +3,7 @@
 use std::time::SystemTime;
 
 use super::parse::{Limits, Method, Progress, Status, Version};
-use super::response::{http_date, Response, Variants};
+use super::prebuilt::{http_date, Response, Variants};
 use crate::reactor::{Counts, Protocol, Verdict, OUTPUT_BUDGET};
 
 /// What [`Hello`] answers with, and the limits it enforces.

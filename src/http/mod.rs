@@ -4,10 +4,10 @@
 mod client;
 mod hello;
 mod parse;
-mod response;
+mod prebuilt;
 mod syntax;
 
 pub use client::{parse_response, BodyKind, ResponseError, ResponseHead, ResponseParser};
 pub use hello::{Hello, HelloConfig, HelloConn};
 pub use parse::{parse, Error, Limits, Method, Progress, Request, Status, Version};
-pub use response::{http_date, Response, Variants, DATE_LEN};
+pub use prebuilt::{http_date, Response, Variants, DATE_LEN};
