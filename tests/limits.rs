@@ -5,14 +5,16 @@
 
 mod util;
 
-use std::io::{self, BufRead, BufReader, ErrorKind, Read, Write};
+use std::io::{self, BufReader, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use util::{connect, is_running, wait_until, worker_lines, Server, TempFile, HELLO, OK, WAIT};
+use util::{
+    connect, is_running, read_status, vm_kib, wait_until, worker_lines, Server, TempFile, HELLO, OK, WAIT,
+};
 
 const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
 const GET_CLOSE: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
@@ -35,12 +37,6 @@ fn fd_count(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd"))
         .unwrap_or_else(|e| panic!("reading /proc/{pid}/fd: {e}"))
         .count()
-}
-
-fn vm_rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("reading /proc/PID/status");
-    let line = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).expect("a VmRSS line");
-    line.trim().trim_end_matches("kB").trim().parse().expect("VmRSS in kB")
 }
 
 /// The worker's descriptor count with no client connection: after one served
@@ -68,45 +64,12 @@ fn assert_fds_back(worker: u32, baseline: usize, what: &str) {
     assert!(back, "{what}: worker {worker} still has {} descriptors, baseline {baseline}", fd_count(worker));
 }
 
-/// Reads one response (head, then its Content-Length body, dropped) and
-/// returns its status line.
-fn read_response(reader: &mut impl BufRead) -> io::Result<String> {
-    fn line(reader: &mut impl BufRead, buf: &mut String) -> io::Result<()> {
-        buf.clear();
-        match reader.read_line(buf)? {
-            0 => Err(io::Error::new(ErrorKind::UnexpectedEof, "connection closed mid-response")),
-            _ => Ok(()),
-        }
-    }
-    let mut status = String::new();
-    line(reader, &mut status)?;
-    let mut header = String::new();
-    let mut length = None;
-    loop {
-        line(reader, &mut header)?;
-        if header == "\r\n" {
-            break;
-        }
-        if let Some((name, value)) = header.split_once(':') {
-            if name.eq_ignore_ascii_case("content-length") {
-                length = value.trim().parse::<u64>().ok();
-            }
-        }
-    }
-    let length = length.ok_or_else(|| io::Error::new(ErrorKind::InvalidData, "no Content-Length"))?;
-    let skipped = io::copy(&mut reader.by_ref().take(length), &mut io::sink())?;
-    if skipped < length {
-        return Err(io::Error::new(ErrorKind::UnexpectedEof, "connection closed mid-body"));
-    }
-    Ok(status.trim_end().to_string())
-}
-
 /// Sends `request` on `stream` and returns the status line of the answer.
 fn exchange(stream: &TcpStream, request: &[u8]) -> io::Result<String> {
     let mut stream_ref = stream;
     stream_ref.write_all(request)?;
     // A small buffer, dropped after: nothing follows the one response.
-    read_response(&mut BufReader::with_capacity(512, stream))
+    read_status(&mut BufReader::with_capacity(512, stream))
 }
 
 /// One GET on a new connection that asks to be closed after it; an error
@@ -276,7 +239,7 @@ fn survives_running_out_of_descriptors() {
     // The first is surely taken: the server keeps its connection count below the
     // descriptor limit (and queues the rest), or refuses at EMFILE after that.
     let first = flood.first().expect("at least one connection");
-    assert_eq!(read_response(&mut BufReader::new(first)).expect("an answer on the first connection"), OK);
+    assert_eq!(read_status(&mut BufReader::new(first)).expect("an answer on the first connection"), OK);
     drop(flood);
     // The closed connections still queued are worked off before a new one.
     let answered = wait_until(WAIT, || matches!(try_get(addr).as_deref(), Ok(OK)));
@@ -350,7 +313,7 @@ fn ten_thousand_idle_connections_leak_no_slot() {
         open_fds >= baseline + CONNECTIONS,
         "{open_fds} descriptors with {CONNECTIONS} open, baseline {baseline}"
     );
-    eprintln!("worker VmRSS with {CONNECTIONS} idle connections: {} KiB", vm_rss_kib(worker));
+    eprintln!("worker VmRSS with {CONNECTIONS} idle connections: {} KiB", vm_kib(worker, "VmRSS"));
     drop(open);
     assert_fds_back(worker, baseline, "after closing 10,000 connections");
 }
@@ -370,7 +333,7 @@ fn slow_reader_cannot_grow_the_worker() {
     let mut peak = 0;
     let mut last = (usize::MAX, Instant::now());
     wait_until(Duration::from_secs(5), || {
-        peak = peak.max(vm_rss_kib(worker));
+        peak = peak.max(vm_kib(worker, "VmRSS"));
         let now = written.load(Ordering::Relaxed);
         if now != last.0 {
             last = (now, Instant::now());
@@ -382,7 +345,7 @@ fn slow_reader_cannot_grow_the_worker() {
     // The writer goes on as we read; every request gets its 200, in order.
     let mut reader = BufReader::with_capacity(64 * 1024, &stream);
     for i in 0..REQUESTS {
-        let status = read_response(&mut reader).unwrap_or_else(|e| panic!("response {i}: {e}"));
+        let status = read_status(&mut reader).unwrap_or_else(|e| panic!("response {i}: {e}"));
         assert_eq!(status, OK, "response {i}");
     }
     assert_eq!(writer.join().expect("the writer thread"), REQUESTS, "requests written");
@@ -414,13 +377,13 @@ fn pipelined_requests_for_a_large_body_cannot_grow_the_worker() {
     (&stream).write_all(&GET.repeat(REQUESTS)).expect("sending");
     let mut peak = 0;
     wait_until(Duration::from_secs(1), || {
-        peak = peak.max(vm_rss_kib(worker));
+        peak = peak.max(vm_kib(worker, "VmRSS"));
         false
     });
     assert!(peak < RSS_BOUND_KIB, "worker VmRSS reached {peak} KiB (bound {RSS_BOUND_KIB} KiB)");
     let mut reader = BufReader::with_capacity(1024 * 1024, &stream);
     for i in 0..REQUESTS {
-        let status = read_response(&mut reader).unwrap_or_else(|e| panic!("response {i}: {e}"));
+        let status = read_status(&mut reader).unwrap_or_else(|e| panic!("response {i}: {e}"));
         assert_eq!(status, OK, "response {i}");
     }
 }

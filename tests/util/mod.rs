@@ -718,3 +718,46 @@ pub fn stat_fields(pid: u32) -> Option<Vec<String>> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     Some(stat[stat.rfind(')')? + 1..].split_whitespace().map(str::to_owned).collect())
 }
+
+/// A field of `/proc/PID/status` in KiB: `VmRSS` (resident now) or `VmHWM` (its peak).
+pub fn vm_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_else(|e| panic!("reading /proc/{pid}/status: {e}"));
+    let prefix = format!("{field}:");
+    let line = status.lines().find_map(|l| l.strip_prefix(&prefix)).unwrap_or_else(|| panic!("no {field}"));
+    line.trim().trim_end_matches("kB").trim().parse().unwrap_or_else(|e| panic!("{field} {line:?}: {e}"))
+}
+
+/// Reads one response (head, then its Content-Length body, dropped) and
+/// returns its status line.
+pub fn read_status(reader: &mut impl BufRead) -> std::io::Result<String> {
+    use std::io::{self, Error};
+    fn line(reader: &mut impl BufRead, buf: &mut String) -> io::Result<()> {
+        buf.clear();
+        match reader.read_line(buf)? {
+            0 => Err(Error::new(ErrorKind::UnexpectedEof, "connection closed mid-response")),
+            _ => Ok(()),
+        }
+    }
+    let mut status = String::new();
+    line(reader, &mut status)?;
+    let mut header = String::new();
+    let mut length = None;
+    loop {
+        line(reader, &mut header)?;
+        if header == "\r\n" {
+            break;
+        }
+        if let Some((name, value)) = header.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse::<u64>().ok();
+            }
+        }
+    }
+    let length = length.ok_or_else(|| Error::new(ErrorKind::InvalidData, "no Content-Length"))?;
+    let skipped = io::copy(&mut reader.by_ref().take(length), &mut io::sink())?;
+    if skipped < length {
+        return Err(Error::new(ErrorKind::UnexpectedEof, "connection closed mid-body"));
+    }
+    Ok(status.trim_end().to_string())
+}
