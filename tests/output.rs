@@ -1,0 +1,140 @@
+//! What the loop sends and what it holds while sending: every pipelined answer
+//! arrives, whatever the output budget cut; a connection's send queue never keeps
+//! bytes already sent; a shared body is referenced by each connection, not copied.
+
+mod util;
+
+use std::io::{BufReader, Read, Write};
+use std::net::TcpStream;
+use std::thread;
+use std::time::Duration;
+
+use util::{connect, read_status, vm_kib, wait_until, worker_lines, Server, TempFile, OK, WAIT};
+
+const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+
+/// `percore serve --workers 1` plus `extra` flags, and the pid of its worker.
+fn one_worker(extra: &[&str]) -> (Server, u32) {
+    let mut flags = vec!["--workers", "1"];
+    flags.extend(extra);
+    let server = Server::percore(&flags);
+    let stderr = server.wait_for_stderr(WAIT, "worker line", |s| !worker_lines(s).is_empty());
+    (server, worker_lines(&stderr)[0].pid)
+}
+
+/// A connection that already had one request answered, so that the next ones
+/// arrive on a connection the loop knows, as in the reports of lost answers.
+fn warm_connection(server: &Server) -> BufReader<TcpStream> {
+    let stream = connect(server.addr());
+    (&stream).write_all(GET).expect("the first request");
+    let mut reader = BufReader::with_capacity(64 * 1024, stream);
+    assert_eq!(read_status(&mut reader).expect("the first answer"), OK);
+    reader
+}
+
+/// Sends `count` GETs in one write and reads `count` answers.
+fn pipeline_and_read_all(reader: &mut BufReader<TcpStream>, count: usize) {
+    reader.get_ref().write_all(&GET.repeat(count)).expect("the pipelined requests");
+    for i in 0..count {
+        let status = read_status(reader).unwrap_or_else(|e| panic!("answer {i} of {count}: {e}"));
+        assert_eq!(status, OK, "answer {i}");
+    }
+}
+
+#[test]
+fn two_pipelined_answers_of_a_large_body_both_arrive() {
+    // 300 KiB: the first answer alone is over the loop's output budget.
+    let body = TempFile::with_contents(&vec![b'b'; 300 * 1024]);
+    let (server, _) = one_worker(&["--body-file", body.path()]);
+    let mut reader = warm_connection(&server);
+    pipeline_and_read_all(&mut reader, 2);
+}
+
+#[test]
+fn two_thousand_pipelined_answers_all_arrive() {
+    let (server, _) = one_worker(&[]);
+    let mut reader = warm_connection(&server);
+    pipeline_and_read_all(&mut reader, 2000);
+}
+
+#[test]
+fn a_steady_reader_that_never_catches_up_does_not_grow_the_connection() {
+    // 4 KiB answers; the client reads about 4 MB/s, far less than the server can
+    // send, so the connection always has output waiting while the client reads.
+    const ANSWERS: usize = 5000;
+    const GROWTH_BOUND_KIB: u64 = 8 * 1024;
+    let body = TempFile::with_contents(&vec![b's'; 4096]);
+    let (server, worker) = one_worker(&["--body-file", body.path()]);
+    let stream = connect(server.addr());
+    let baseline = vm_kib(worker, "VmRSS");
+    let writer = {
+        let stream = stream.try_clone().expect("a second handle");
+        // Ahead of the reader all the time: the server stops reading when its
+        // output is over budget, so these writes block rather than pile up.
+        thread::spawn(move || (&stream).write_all(&GET.repeat(ANSWERS)))
+    };
+    let mut reader = BufReader::with_capacity(4096, &stream);
+    let mut peak = baseline;
+    for i in 0..ANSWERS {
+        assert_eq!(read_status(&mut reader).unwrap_or_else(|e| panic!("answer {i}: {e}")), OK);
+        if i % 16 == 0 {
+            thread::sleep(Duration::from_millis(15));
+            peak = peak.max(vm_kib(worker, "VmRSS"));
+        }
+    }
+    writer.join().expect("the writer thread").expect("every request written");
+    let growth = peak.saturating_sub(baseline);
+    eprintln!("worker VmRSS {baseline} KiB, peak {peak} KiB while reading {ANSWERS} answers");
+    assert!(growth < GROWTH_BOUND_KIB, "the worker grew by {growth} KiB (bound {GROWTH_BOUND_KIB} KiB)");
+}
+
+#[test]
+fn a_large_body_is_held_once_however_many_clients_do_not_read() {
+    const CLIENTS: usize = 200;
+    const RSS_BOUND_KIB: u64 = 64 * 1024;
+    let body = TempFile::with_contents(&vec![b'l'; 10 * 1024 * 1024]);
+    let (server, worker) = one_worker(&["--body-file", body.path()]);
+    let clients: Vec<TcpStream> = (0..CLIENTS)
+        .map(|_| {
+            let stream = connect(server.addr());
+            (&stream).write_all(GET).expect("a request");
+            stream
+        })
+        .collect();
+    // Each answer starts arriving once the worker has produced it: then the peak
+    // of its memory (VmHWM) covers every client's answer.
+    for (i, stream) in clients.iter().enumerate() {
+        stream.peek(&mut [0u8; 1]).unwrap_or_else(|e| panic!("client {i}: no answer: {e}"));
+    }
+    let peak = vm_kib(worker, "VmHWM");
+    eprintln!("worker VmHWM with {CLIENTS} clients not reading a 10 MiB body: {peak} KiB");
+    assert!(peak < RSS_BOUND_KIB, "worker VmHWM reached {peak} KiB (bound {RSS_BOUND_KIB} KiB)");
+    // The connections still work: the first one reads its whole answer.
+    let mut first = BufReader::new(&clients[0]);
+    assert_eq!(read_status(&mut first).expect("the whole first answer"), OK);
+    drop(clients);
+    assert!(wait_until(WAIT, || util::is_running(worker)), "the worker died");
+}
+
+#[test]
+fn bytes_of_an_answer_arrive_in_order_and_whole() {
+    // The body's bytes are distinct, so a byte skipped or sent twice (a partial
+    // send resumed at the wrong place) shows as a mismatch.
+    let content: Vec<u8> = (0..3 * 1024 * 1024u32).map(|i| (i % 251) as u8).collect();
+    let body = TempFile::with_contents(&content);
+    let (server, _) = one_worker(&["--body-file", body.path()]);
+    let mut reader = warm_connection(&server);
+    reader.get_ref().write_all(&GET.repeat(3)).expect("three pipelined requests");
+    for i in 0..3 {
+        let mut head = Vec::new();
+        while !head.ends_with(b"\r\n\r\n") {
+            let mut byte = [0u8];
+            reader.read_exact(&mut byte).unwrap_or_else(|e| panic!("answer {i}'s head: {e}"));
+            head.push(byte[0]);
+        }
+        assert!(head.starts_with(OK.as_bytes()), "answer {i}: {}", String::from_utf8_lossy(&head));
+        let mut got = vec![0; content.len()];
+        reader.read_exact(&mut got).unwrap_or_else(|e| panic!("answer {i}'s body: {e}"));
+        assert!(got == content, "answer {i}'s body differs from the file");
+    }
+}
