@@ -7,7 +7,8 @@
 
 use std::process::ExitCode;
 
-use percore::reactor::{Protocol, Verdict};
+use percore::listen::Opening;
+use percore::reactor::{Io, Protocol, Verdict};
 
 /// Echo needs no state per connection: whatever arrives is answered at once.
 struct Echo;
@@ -15,13 +16,13 @@ struct Echo;
 impl Protocol for Echo {
     type Conn = ();
 
-    fn on_data(&mut self, _conn: &mut (), input: &[u8], out: &mut Vec<u8>) -> Verdict {
-        out.extend_from_slice(input);
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+        io.write(input);
         Verdict::keep(input.len())
     }
 }
 
 fn main() -> ExitCode {
     // The client speaks first: the kernel may hold a connection until it does.
-    percore::worker::main(true, || Ok(Echo))
+    percore::cli::main(Opening::ClientSpeaksFirst, || Ok(Echo))
 }

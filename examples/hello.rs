@@ -5,12 +5,13 @@
 //! ```
 
 use percore::http::{Hello, HelloConfig};
+use percore::listen::Opening;
 
 fn main() -> std::process::ExitCode {
     let config = HelloConfig {
-        body: b"{\"hello\":\"world\"}\n".to_vec(),
+        body: b"{\"hello\":\"world\"}\n"[..].into(),
         content_type: "application/json".into(),
         ..HelloConfig::default()
     };
-    percore::worker::main(true, move || Ok(Hello::new(&config)))
+    percore::cli::main(Opening::ClientSpeaksFirst, move || Ok(Hello::new(&config)))
 }

@@ -10,7 +10,8 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use percore::reactor::{Protocol, Verdict};
+use percore::listen::Opening;
+use percore::reactor::{Io, Protocol, Verdict};
 
 /// Longest argument accepted; a longer one is refused and the connection closed.
 const MAX_ARG: usize = 64 * 1024;
@@ -78,34 +79,34 @@ fn parse(buf: &[u8]) -> Parsed<'_> {
     Parsed::Complete(command)
 }
 
-fn bulk(out: &mut Vec<u8>, value: &[u8]) {
-    // Writing to a Vec cannot fail.
-    let _ = write!(out, "${}\r\n", value.len());
-    out.extend_from_slice(value);
-    out.extend_from_slice(b"\r\n");
+fn bulk(io: &mut Io<'_>, value: &[u8]) {
+    // Writing to an Io cannot fail: it copies to the output.
+    let _ = write!(io, "${}\r\n", value.len());
+    io.write(value);
+    io.write(b"\r\n");
 }
 
 /// Appends the reply to `command`; returns false for `QUIT`. Names match in any case,
 /// without allocating: this runs once per command.
-fn reply(command: &Command<'_>, out: &mut Vec<u8>) -> bool {
+fn reply(command: &Command<'_>, io: &mut Io<'_>) -> bool {
     let [name, arg] = command.args;
     let is = |known: &[u8]| name.eq_ignore_ascii_case(known);
     match command.count {
-        1 if is(b"PING") => out.extend_from_slice(b"+PONG\r\n"),
-        2 if is(b"PING") || is(b"ECHO") => bulk(out, arg),
+        1 if is(b"PING") => io.write(b"+PONG\r\n"),
+        2 if is(b"PING") || is(b"ECHO") => bulk(io, arg),
         _ if is(b"QUIT") => {
-            out.extend_from_slice(b"+OK\r\n");
+            io.write(b"+OK\r\n");
             return false;
         }
         _ if is(b"PING") || is(b"ECHO") => {
             let name = String::from_utf8_lossy(name).to_lowercase();
-            let _ = write!(out, "-ERR wrong number of arguments for '{name}' command\r\n");
+            let _ = write!(io, "-ERR wrong number of arguments for '{name}' command\r\n");
         }
         _ => {
             // Quotes and line breaks in the name would break the reply's line.
             let name: String =
                 String::from_utf8_lossy(name).chars().filter(|c| !c.is_control() && *c != '\'').collect();
-            let _ = write!(out, "-ERR unknown command '{name}'\r\n");
+            let _ = write!(io, "-ERR unknown command '{name}'\r\n");
         }
     }
     true
@@ -117,19 +118,19 @@ struct RedisPing;
 impl Protocol for RedisPing {
     type Conn = ();
 
-    fn on_data(&mut self, _conn: &mut (), input: &[u8], out: &mut Vec<u8>) -> Verdict {
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
         let mut at = 0;
         loop {
             match parse(&input[at..]) {
                 Parsed::Partial => return Verdict::keep(at),
                 Parsed::Invalid => {
-                    out.extend_from_slice(b"-ERR Protocol error\r\n");
+                    io.write(b"-ERR Protocol error\r\n");
                     return Verdict::close(at);
                 }
                 Parsed::Complete(command) => {
                     at += command.len;
                     // An empty inline line is no command: Redis ignores it too.
-                    if command.count > 0 && !reply(&command, out) {
+                    if command.count > 0 && !reply(&command, io) {
                         return Verdict::close(at);
                     }
                 }
@@ -139,5 +140,5 @@ impl Protocol for RedisPing {
 }
 
 fn main() -> ExitCode {
-    percore::worker::main(true, || Ok(RedisPing))
+    percore::cli::main(Opening::ClientSpeaksFirst, || Ok(RedisPing))
 }

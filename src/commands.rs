@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use percore::worker::{CpuList, ServerArgs};
+use percore::cli::{CpuList, ServerArgs};
 
 /// percore: a per-core HTTP/1.1 hello server on an edge-triggered epoll loop.
 #[derive(Debug, Parser)]
@@ -85,7 +85,7 @@ pub struct BenchArgs {
     pub json: bool,
 }
 
-/// `10s`, `1m`, `500ms`, `2h`, or a number of seconds.
+/// `10s`, `1m`, `500ms`, `2h`, or a number of seconds; more than zero.
 fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     let bad = || format!("{text:?} is not a duration (such as 10s, 1m or 500ms)");
     let split = text.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(text.len());
@@ -120,6 +120,11 @@ pub struct ServeArgs {
     /// Read the response body from this file, once, at start.
     #[arg(long, value_name = "PATH")]
     pub body_file: Option<PathBuf>,
+
+    /// Send each answer this long after its request arrived (10ms, 1.5s), as a
+    /// backend with latency would: for testing proxies and load balancers.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub delay: Option<std::time::Duration>,
 
     /// Content-Type of the response.
     #[arg(long, value_name = "TYPE", default_value = "text/plain")]

@@ -2,33 +2,58 @@
 
 use std::io;
 use std::net::{SocketAddr, TcpListener};
-
 use std::os::fd::AsRawFd;
 
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::sys;
 
+/// Who speaks first on a new connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Opening {
+    /// The client (HTTP, echo, Redis): `TCP_DEFER_ACCEPT` lets the kernel queue a
+    /// connection for `accept` only once its first bytes arrived, so the loop's
+    /// first read finds the request, and a connection answered and closed at once
+    /// is never added to epoll at all.
+    ClientSpeaksFirst,
+    /// The server (SMTP, FTP, POP3): the connection is accepted at once, so that
+    /// the server can greet it.
+    ServerSpeaksFirst,
+}
+
+/// How to listen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListenOptions {
+    /// The accept queue's length; the kernel caps it at `net.core.somaxconn`.
+    pub backlog: u32,
+    /// Who speaks first.
+    pub opening: Opening,
+}
+
+impl Default for ListenOptions {
+    /// A backlog of 4096 (Linux's default `somaxconn` since 5.4), client first.
+    fn default() -> ListenOptions {
+        ListenOptions { backlog: 4096, opening: Opening::ClientSpeaksFirst }
+    }
+}
+
+/// Seconds the kernel holds a silent connection back before queueing it anyway.
+const DEFER_ACCEPT_SECS: libc::c_int = 5;
+
 /// Binds a non-blocking TCP listener on `addr` with `SO_REUSEADDR` and
 /// `SO_REUSEPORT` (so several processes can share the port) and `TCP_NODELAY`,
 /// which Linux copies to every accepted connection: one `setsockopt` here instead of
 /// one per connection.
-///
-/// With `client_speaks_first` (HTTP, echo: any protocol where the client sends
-/// first), `TCP_DEFER_ACCEPT` lets the kernel queue a connection for `accept` only
-/// once its first bytes arrived, so the loop's first read finds the request, and a
-/// connection that is answered and closed at once is never added to epoll at all.
-pub fn bind(addr: SocketAddr, backlog: i32, client_speaks_first: bool) -> io::Result<TcpListener> {
+pub fn bind(addr: SocketAddr, options: &ListenOptions) -> io::Result<TcpListener> {
     let socket =
         Socket::new(Domain::for_address(addr), Type::STREAM.nonblocking().cloexec(), Some(Protocol::TCP))?;
     socket.set_reuse_address(true)?;
     socket.set_reuse_port(true)?;
     socket.set_nodelay(true)?;
-    if client_speaks_first {
-        // Seconds the kernel holds a silent connection back before queueing it anyway.
-        sys::set_defer_accept(socket.as_raw_fd(), 5)?;
+    if options.opening == Opening::ClientSpeaksFirst {
+        sys::set_defer_accept(socket.as_raw_fd(), DEFER_ACCEPT_SECS)?;
     }
     socket.bind(&addr.into())?;
-    socket.listen(backlog)?;
+    socket.listen(i32::try_from(options.backlog).unwrap_or(i32::MAX))?;
     Ok(socket.into())
 }

@@ -1,15 +1,17 @@
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Parser;
 
+use percore::cli;
 use percore::http::{Hello, HelloConfig, Limits};
-use percore::worker;
+use percore::listen::Opening;
 
 mod bench;
-mod cli;
+mod commands;
 mod tune;
 
-use cli::{Cli, Command, ServeArgs};
+use commands::{Cli, Command, ServeArgs};
 
 fn main() -> ExitCode {
     let Cli { command } = Cli::parse();
@@ -29,17 +31,19 @@ fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         content_type: args.content_type,
         limits: Limits { request_line: size(args.max_request_line), head: size(args.max_header_bytes) },
         max_body: args.max_body,
+        delay: args.delay.unwrap_or_default(),
         ..HelloConfig::default()
     };
     if let Some(text) = args.body {
-        config.body = text.into_bytes();
+        config.body = Arc::from(text.into_bytes());
     }
     if let Some(path) = &args.body_file {
-        config.body =
+        let body =
             std::fs::read(path).map_err(|e| format!("cannot read --body-file {}: {e}", path.display()))?;
+        config.body = Arc::from(body);
     }
-    let options = args.server.options(true);
-    Ok(worker::run(&options, || Ok(Hello::new(&config)))?.exit_code())
+    let options = args.server.options(Opening::ClientSpeaksFirst);
+    Ok(cli::serve(&options, || Ok(Hello::new(&config)), |hello| Some(hello.counts())))
 }
 
 /// A count from the command line as a `usize`; saturating on 32-bit targets.

@@ -1,21 +1,29 @@
 //! Properties of the parse and of the hello protocol over arbitrary input.
 
-use percore::http::{parse, parse_response, Hello, HelloConfig, HelloConn, Limits, Progress, ResponseParser};
-use percore::reactor::Protocol;
+use percore::http::{parse, parse_response, Hello, HelloConfig, Limits, Progress, ResponseParser};
+use percore::reactor::{Harness, Then};
 use proptest::prelude::*;
+use std::time::{Duration, UNIX_EPOCH};
 
 /// Feeds `chunks` to a `Hello` as the loop does: the unconsumed tail of each call is
-/// handed in again with the next chunk; after a close verdict, input is ignored.
-/// Returns every byte the protocol wrote.
-fn serve_in_chunks(hello: &mut Hello, chunks: &[&[u8]]) -> Vec<u8> {
-    let mut conn = HelloConn::default();
+/// handed in again with the next chunk (at once after a pause, the output being
+/// taken); after a close verdict, input is ignored. Returns every byte written, its
+/// `Date` at one fixed instant.
+fn serve_in_chunks(chunks: &[&[u8]]) -> Vec<u8> {
+    let mut harness = Harness::new(Hello::new(&HelloConfig::default()));
+    harness.tick(UNIX_EPOCH + Duration::from_secs(1_800_000_000));
     let (mut pending, mut out) = (Vec::new(), Vec::new());
     for chunk in chunks {
         pending.extend_from_slice(chunk);
-        let verdict = hello.on_data(&mut conn, &pending, &mut out);
-        pending.drain(..verdict.consumed);
-        if !verdict.keep_open {
-            break;
+        loop {
+            let verdict = harness.data(&pending);
+            pending.drain(..verdict.consumed);
+            out.extend(harness.take_output());
+            match verdict.then {
+                Then::Read => break,
+                Then::Pause => continue,
+                Then::Close => return out,
+            }
         }
     }
     out
@@ -121,14 +129,13 @@ proptest! {
     #[test]
     fn arbitrary_bytes_never_panic_the_protocol(chunks in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..200), 1..6)) {
         let chunks: Vec<&[u8]> = chunks.iter().map(Vec::as_slice).collect();
-        serve_in_chunks(&mut Hello::new(&HelloConfig::default()), &chunks);
+        serve_in_chunks(&chunks);
     }
 
     #[test]
     fn any_split_of_a_pipeline_gets_the_same_answers((bytes, cuts) in pipeline_and_cuts()) {
-        let mut hello = Hello::new(&HelloConfig::default());
-        let whole = serve_in_chunks(&mut hello, &[&bytes]);
-        let split = serve_in_chunks(&mut hello, &split_at(&bytes, &cuts));
+        let whole = serve_in_chunks(&[&bytes]);
+        let split = serve_in_chunks(&split_at(&bytes, &cuts));
         prop_assert_eq!(String::from_utf8_lossy(&split), String::from_utf8_lossy(&whole));
         prop_assert!(whole.starts_with(b"HTTP/1.1 "), "the first request was answered");
     }

@@ -4,7 +4,8 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use percore::reactor::{Config, Protocol, Reactor, Verdict};
+use percore::listen::{self, ListenOptions};
+use percore::reactor::{Config, Io, Protocol, Reactor, Verdict};
 
 /// Waits for a terminator that never comes: consumes nothing, answers nothing.
 struct NeverConsumes;
@@ -12,14 +13,14 @@ struct NeverConsumes;
 impl Protocol for NeverConsumes {
     type Conn = ();
 
-    fn on_data(&mut self, _conn: &mut (), _input: &[u8], _out: &mut Vec<u8>) -> Verdict {
+    fn on_data(&mut self, _conn: &mut (), _input: &[u8], _io: &mut Io<'_>) -> Verdict {
         Verdict::keep(0)
     }
 }
 
 #[test]
 fn pending_input_beyond_the_limit_closes_the_connection() {
-    let listener = percore::listen::bind(([127, 0, 0, 1], 0).into(), 128, true).expect("binding");
+    let listener = listen::bind(([127, 0, 0, 1], 0).into(), &ListenOptions::default()).expect("binding");
     let addr = listener.local_addr().expect("the bound address");
     let config = Config { max_pending_input: 4096, ..Config::default() };
     let mut reactor = Reactor::new(listener, NeverConsumes, config).expect("a loop");

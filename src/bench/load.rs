@@ -1,44 +1,44 @@
 //! One load thread's protocol: sends requests on the connections the loop opens,
-//! parses the responses, and measures each one's latency.
+//! parses the responses, and measures each one's latency. Its schedule (a fixed
+//! rate) and its request timeouts are the connection's timer.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::io;
 use std::time::{Duration, Instant};
 
 use super::report::Report;
-use crate::http::{ResponseParser, Status};
-use crate::reactor::{Closed, ConnId, Protocol, Verdict};
+use percore::http::{ResponseParser, Status};
+use percore::reactor::{Closed, ConnId, Flow, Io, Protocol, Verdict};
 
 /// What one thread sends and how.
 #[derive(Clone, Debug)]
-pub(crate) struct Plan {
+pub struct Plan {
     /// The request, prebuilt.
-    pub(crate) request: Vec<u8>,
+    pub request: Vec<u8>,
     /// The method is HEAD: responses have no body.
-    pub(crate) head: bool,
+    pub head: bool,
     /// Requests in flight per connection (keep-alive mode).
-    pub(crate) pipeline: usize,
+    pub pipeline: usize,
     /// One request per connection, then close.
-    pub(crate) close: bool,
+    pub close: bool,
     /// For a fixed rate: when each connection sends.
-    pub(crate) rate: Option<Schedule>,
+    pub rate: Option<Schedule>,
+    /// How long a request may wait for its response.
+    pub timeout: Duration,
 }
 
 /// A fixed rate's schedule for one thread.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Schedule {
+pub struct Schedule {
     /// Between two requests of one connection.
-    pub(crate) interval: Duration,
+    pub interval: Duration,
     /// Between the first requests of two connections, so their sends interleave.
-    pub(crate) stagger: Duration,
+    pub stagger: Duration,
 }
 
 /// Per-connection state: its requests in flight and when they were due, for their
 /// latency.
 #[derive(Debug, Default)]
-pub(crate) struct LoadConn {
-    id: Option<ConnId>,
+pub struct LoadConn {
     /// Requests sent and not answered. They share one send time: a pipeline is
     /// refilled only once empty, and a fixed rate or `--close` has one in flight.
     in_flight: u32,
@@ -47,33 +47,33 @@ pub(crate) struct LoadConn {
     /// Fixed rate: when the next request is due.
     next_due: Option<Instant>,
     answered: u64,
+    /// The timer fired with requests in flight: they count as timeouts.
+    timed_out: bool,
 }
 
 #[derive(Debug)]
-pub(crate) struct Load {
+pub struct Load {
     plan: Plan,
     /// Frames the responses; one for all connections, as they get the same ones.
     parser: ResponseParser,
     /// Requests this thread may still send.
     budget: u64,
-    pub(crate) report: Report,
+    pub report: Report,
     /// Requests sent and not answered (nor lost with their connection).
-    pub(crate) in_flight: u64,
+    in_flight: u64,
     /// Connections closed since the driver last replaced them.
-    pub(crate) closed: usize,
-    /// Fixed rate: idle connections by the time their next request is due.
-    pub(crate) due: BinaryHeap<Reverse<(Instant, u64)>>,
+    pub closed: usize,
     /// Fixed rate: when the connection opened next is to send its first request.
-    pub(crate) next_start: Instant,
+    next_start: Instant,
     /// Connections that got their answers in this turn of the loop and send again
     /// once every ready connection was read, so that requests leave in a burst,
     /// as wrk's do (sending each at once spreads them out and makes the server wake
     /// for every one).
-    pub(crate) ready: Vec<u64>,
+    pub ready: Vec<ConnId>,
 }
 
 impl Load {
-    pub(crate) fn new(plan: Plan, budget: u64) -> Load {
+    pub fn new(plan: Plan, budget: u64) -> Load {
         Load {
             parser: ResponseParser::new(plan.head),
             plan,
@@ -81,32 +81,35 @@ impl Load {
             report: Report::new(),
             in_flight: 0,
             closed: 0,
-            due: BinaryHeap::new(),
             next_start: Instant::now(),
             ready: Vec::new(),
         }
     }
 
     /// Whether every request this thread may send was sent and answered (or lost).
-    pub(crate) fn finished(&self) -> bool {
+    pub fn finished(&self) -> bool {
         self.budget == 0 && self.in_flight == 0
     }
 
-    pub(crate) fn may_send(&self) -> bool {
+    pub fn may_send(&self) -> bool {
         self.budget > 0
     }
 
-    fn send(&mut self, conn: &mut LoadConn, due: Instant, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.plan.request);
+    /// Sends one request, due at `due`, and sets the connection's timer for its
+    /// response.
+    fn send(&mut self, conn: &mut LoadConn, due: Instant, io: &mut Io<'_>) {
+        io.write(&self.plan.request);
         conn.in_flight += 1;
         conn.sent_at = Some(due);
         self.budget -= 1;
         self.in_flight += 1;
+        io.set_timer(self.plan.timeout);
     }
 
     /// Sends what the mode allows: up to the pipeline depth, or (fixed rate) the one
-    /// request whose time has come, late or not; else schedules a wake-up.
-    fn send_more(&mut self, conn: &mut LoadConn, now: Instant, out: &mut Vec<u8>) {
+    /// request whose time has come, late or not; else sets the timer for it.
+    fn send_more(&mut self, conn: &mut LoadConn, io: &mut Io<'_>) {
+        let now = io.now();
         let Some(Schedule { interval, .. }) = self.plan.rate else {
             // A pipeline is refilled whole once it is empty, in one write, as wrk does.
             if conn.in_flight > 0 || (self.plan.close && conn.answered > 0) {
@@ -115,21 +118,21 @@ impl Load {
             let depth = if self.plan.close { 1 } else { self.plan.pipeline };
             for _ in 0..depth {
                 if self.may_send() {
-                    self.send(conn, now, out);
+                    self.send(conn, now, io);
                 }
             }
             return;
         };
-        let (Some(due), Some(id)) = (conn.next_due, conn.id) else { return };
+        let Some(due) = conn.next_due else { return };
         if conn.in_flight > 0 || !self.may_send() {
             return;
         }
         if due <= now {
             // Latency counts from when it was due: a stalled server shows in the tail.
-            self.send(conn, due, out);
+            self.send(conn, due, io);
             conn.next_due = Some(due + interval);
         } else {
-            self.due.push(Reverse((due, id.0)));
+            io.set_timer_at(due);
         }
     }
 
@@ -143,6 +146,7 @@ impl Load {
         let errors = &mut self.report.errors;
         let refused = |kind: io::ErrorKind| kind == io::ErrorKind::ConnectionRefused && conn.answered == 0;
         match closed {
+            _ if conn.timed_out => errors.timeout += lost,
             Closed::ReadFailed(kind) | Closed::WriteFailed(kind) if refused(kind) => errors.connect += 1,
             Closed::ReadFailed(_) | Closed::ByPeer => errors.read += lost,
             Closed::WriteFailed(_) => errors.write += lost,
@@ -169,17 +173,18 @@ impl Load {
 impl Protocol for Load {
     type Conn = LoadConn;
 
-    fn on_open(&mut self, id: ConnId, conn: &mut LoadConn, out: &mut Vec<u8>) {
-        conn.id = Some(id);
+    fn on_open(&mut self, conn: &mut LoadConn, io: &mut Io<'_>) -> Flow {
         if let Some(schedule) = self.plan.rate {
             conn.next_due = Some(self.next_start);
             self.next_start += schedule.stagger;
         }
-        self.send_more(conn, Instant::now(), out);
+        self.send_more(conn, io);
+        Flow::Continue
     }
 
-    fn on_data(&mut self, conn: &mut LoadConn, input: &[u8], out: &mut Vec<u8>) -> Verdict {
-        let now = Instant::now();
+    fn on_data(&mut self, conn: &mut LoadConn, input: &[u8], io: &mut Io<'_>) -> Verdict {
+        // The loop's time: when the wait that found the response returned.
+        let now = io.now();
         let answered = conn.answered;
         let mut at = 0;
         while at < input.len() {
@@ -201,17 +206,32 @@ impl Protocol for Load {
                 }
             }
         }
-        match conn.id {
-            // Woken to send once every ready connection is read: a whole pipeline is
-            // answered and requests are left to send.
-            Some(id) if conn.answered > answered && self.plan.rate.is_none() => {
-                if conn.in_flight == 0 && self.may_send() {
-                    self.ready.push(id.0);
-                }
-            }
-            _ => self.send_more(conn, now, out),
+        if conn.in_flight == 0 {
+            io.cancel_timer();
+        }
+        if self.plan.rate.is_some() {
+            self.send_more(conn, io);
+        } else if conn.answered > answered && conn.in_flight == 0 && self.may_send() {
+            // Woken to send once every ready connection is read: a whole pipeline
+            // is answered and requests are left to send.
+            self.ready.push(io.id());
         }
         Verdict::keep(at)
+    }
+
+    /// A request's time is up, or (fixed rate) the next one is due.
+    fn on_timer(&mut self, conn: &mut LoadConn, io: &mut Io<'_>) -> Flow {
+        if conn.in_flight > 0 {
+            conn.timed_out = true;
+            return Flow::Close;
+        }
+        self.send_more(conn, io);
+        Flow::Continue
+    }
+
+    fn on_wake(&mut self, conn: &mut LoadConn, io: &mut Io<'_>) -> Flow {
+        self.send_more(conn, io);
+        Flow::Continue
     }
 
     fn on_close(&mut self, conn: &mut LoadConn, closed: Closed, unconsumed: &[u8]) {
@@ -225,7 +245,7 @@ impl Protocol for Load {
         self.closed += 1;
     }
 
-    fn mid_request(conn: &LoadConn) -> bool {
+    fn is_busy(conn: &LoadConn) -> bool {
         conn.in_flight > 0
     }
 }

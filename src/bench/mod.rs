@@ -1,12 +1,20 @@
-//! `percore bench`: runs the load generator and prints its report.
+//! `percore bench`: a load generator on percore's own loop, built on the library's
+//! public API alone (this is the binary's code): the run, the load protocol, the
+//! report.
+
+mod load;
+mod report;
+mod run;
+mod target;
 
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use percore::loadgen::{self, BenchOptions, Live, Stop, Target};
+use run::{BenchOptions, Live, Stop};
+use target::Target;
 
-use crate::cli::BenchArgs;
+use crate::commands::BenchArgs;
 
 pub fn run(args: BenchArgs) -> Result<(), String> {
     let stop = match (args.requests, args.duration) {
@@ -17,7 +25,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         target: Target::parse(&args.url)?,
         connections: crate::size(args.connections),
         stop,
-        cpus: percore::worker::plan_or_exit(args.cpus.as_ref(), args.threads),
+        cpus: percore::cli::plan_or_exit(args.cpus.as_ref(), args.threads),
         pin: !args.no_pin,
         pipeline: crate::size(args.pipeline),
         close: args.close,
@@ -28,7 +36,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     };
     let live = Live::default();
     let report = std::thread::scope(|scope| {
-        let run = scope.spawn(|| loadgen::run(&options, &live));
+        let run = scope.spawn(|| run::run(&options, &live));
         if std::io::stdout().is_terminal() {
             show_progress(&live, || run.is_finished());
         }

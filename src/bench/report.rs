@@ -65,18 +65,6 @@ impl Errors {
 }
 
 /// One thread's (or the merged) measurements.
-///
-/// ```
-/// use percore::loadgen::Report;
-/// let mut report = Report::new();
-/// report.requests = 2;
-/// report.record_latency(100);
-/// report.record_latency(300);
-/// report.duration = std::time::Duration::from_secs(1);
-/// assert_eq!(report.requests_per_sec(), 2.0);
-/// assert_eq!(report.to_json()["latency_us"]["percentiles"]["100"], 300);
-/// assert!(report.to_text().contains("requests/s:      2.00"));
-/// ```
 #[derive(Clone, Debug)]
 pub struct Report {
     /// Responses received in full.

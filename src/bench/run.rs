@@ -1,21 +1,17 @@
-//! `percore bench`: a load generator on percore's own loop. Each thread is pinned
-//! to a CPU and runs one client [`Reactor`]; its protocol sends requests (keep-alive,
-//! pipelined, one connection per request, or on a fixed schedule), parses the
-//! responses, and records each latency in an HDR histogram.
-
-mod load;
-mod report;
-mod target;
-
-pub use report::{Errors, Report};
-pub use target::Target;
+//! A benchmark run: each thread is pinned to a CPU and runs one client
+//! [`Reactor`]; its protocol sends requests (keep-alive, pipelined, one connection
+//! per request, or on a fixed schedule), parses the responses, and records each
+//! latency in an HDR histogram.
 
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::reactor::{Config, ConnId, Reactor};
-use load::{Load, Plan, Schedule};
+use percore::reactor::{Config, Reactor};
+
+use super::load::{Load, Plan, Schedule};
+use super::report::Report;
+use super::target::Target;
 
 /// When a run ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,7 +97,6 @@ struct Job {
     budget: u64,
     end: Option<Instant>,
     plan: Plan,
-    timeout: Duration,
 }
 
 impl Job {
@@ -125,21 +120,22 @@ impl Job {
             pipeline: options.pipeline.max(1),
             close: options.close,
             rate,
+            timeout: options.timeout,
         };
         let cpu = options.pin.then(|| options.cpus[index % options.cpus.len()]);
-        Job { addr, cpu, connections, budget, end, plan, timeout: options.timeout }
+        Job { addr, cpu, connections, budget, end, plan }
     }
 
     fn run(self, live: &Live) -> Result<Report, String> {
         if let Some(cpu) = self.cpu {
             core_affinity::set_for_current(core_affinity::CoreId { id: cpu });
         }
-        let secs = self.timeout.as_secs().clamp(1, u64::from(u32::MAX)) as u32;
+        // The protocol times each request itself, with the connection's timer.
         let config = Config {
             max_connections: usize::MAX,
-            request_timeout: secs,
+            request_timeout: 0,
             idle_timeout: 0,
-            send_timeout: secs,
+            send_timeout: 0,
             // A response is parsed only when whole: a large body is buffered entire.
             max_pending_input: usize::MAX,
         };
@@ -152,7 +148,6 @@ impl Job {
             if self.end.is_some_and(|end| now >= end) || reactor.protocol().finished() {
                 break;
             }
-            wake_due(&mut reactor, now);
             let load = reactor.protocol_mut();
             let replace = std::mem::take(&mut load.closed);
             if load.may_send() && replace > 0 {
@@ -162,10 +157,10 @@ impl Job {
                 // Every connection failed and none could be opened again.
                 break;
             }
-            reactor.turn(self.wait(&reactor, now)).map_err(|e| e.to_string())?;
+            reactor.turn(Some(self.wait(now))).map_err(|e| e.to_string())?;
             let mut ready = std::mem::take(&mut reactor.protocol_mut().ready);
             for id in ready.drain(..) {
-                reactor.wake(ConnId(id));
+                reactor.wake(id);
             }
             if reactor.protocol().ready.is_empty() {
                 // Keeps the capacity: no allocation per turn.
@@ -186,24 +181,11 @@ impl Job {
         }
     }
 
-    /// How long the loop may wait: until the next scheduled send or the end, and
-    /// at most 100 ms so the progress counts stay fresh.
-    fn wait(&self, reactor: &Reactor<Load>, now: Instant) -> Duration {
-        let next_due = reactor.protocol().due.peek().map(|entry| entry.0 .0);
-        let wake = [next_due, self.end].into_iter().flatten().min();
-        wake.map_or(Duration::from_millis(100), |at| at.saturating_duration_since(now))
-            .min(Duration::from_millis(100))
-    }
-}
-
-/// Fixed rate: lets each connection whose next request is due send it.
-fn wake_due(reactor: &mut Reactor<Load>, now: Instant) {
-    while let Some(&std::cmp::Reverse((due, id))) = reactor.protocol().due.peek() {
-        if due > now {
-            return;
-        }
-        reactor.protocol_mut().due.pop();
-        reactor.wake(ConnId(id));
+    /// How long the loop may wait: until the end, and at most 100 ms so the
+    /// progress counts stay fresh. Scheduled sends are the loop's timers.
+    fn wait(&self, now: Instant) -> Duration {
+        let until_end = self.end.map(|end| end.saturating_duration_since(now));
+        until_end.unwrap_or(Duration::MAX).min(Duration::from_millis(100))
     }
 }
 

@@ -1,5 +1,10 @@
-//! The command-line flags every server on the loop shares, so that `percore serve`
-//! and a server built on the library (the examples) take the same ones.
+//! The command line of a server on the loop (behind the default `cli` feature,
+//! with clap): the flags `percore serve` and the examples share, their defaults
+//! fitted to the machine, and a `main` that runs the workers and prints, one line
+//! each, what they report. This module is the program's side: it prints and picks
+//! exit statuses; the rest of the library reports to its caller and prints nothing.
+
+mod print;
 
 use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
@@ -7,8 +12,15 @@ use std::time::Duration;
 
 use clap::Parser;
 
-use super::{allowed_cpus, parse_cpu_list, plan, raise_fd_limit, run, Options, Stopped};
+use crate::http::Counts;
+use crate::listen::{ListenOptions, Opening};
 use crate::reactor::{Config, Protocol};
+use crate::worker::{self, Options, Pinning, Scheduling, Stopped};
+pub use print::say;
+
+/// Connections per worker when `--max-conns` is not given, if the open-file limit
+/// allows them.
+const DEFAULT_MAX_CONNS: u64 = 65536;
 
 /// Where to listen, on which CPUs, and the loop's limits and timeouts. Flatten it
 /// into a clap parser (`#[command(flatten)]`), or let [`main`] parse it alone.
@@ -44,18 +56,19 @@ pub struct ServerArgs {
     #[arg(long, value_enum, default_value_t = Sched::Batch)]
     pub sched: Sched,
 
-    /// Accept queue length of each worker's listener (capped at net.core.somaxconn).
-    #[arg(long, value_name = "N", default_value_t = 65535)]
-    pub backlog: u32,
+    /// Accept queue length of each worker's listener [default: net.core.somaxconn,
+    /// the most the kernel allows].
+    #[arg(long, value_name = "N")]
+    pub backlog: Option<u32>,
 
     /// Seconds a graceful stop (SIGTERM, SIGINT) waits for open connections.
     #[arg(long, value_name = "SECS", default_value_t = 10)]
     pub shutdown_timeout: u64,
 
-    /// Connections open at once per worker (capped by the open-file limit); at the
-    /// limit a worker stops accepting until one closes.
-    #[arg(long, value_name = "N", default_value_t = 65536)]
-    pub max_conns: u64,
+    /// Connections open at once per worker; at the limit a worker stops accepting
+    /// until one closes [default: 65536, or fewer if the open-file limit says so].
+    #[arg(long, value_name = "N")]
+    pub max_conns: Option<u64>,
 
     /// Seconds a request head may take to arrive, however slowly it trickles in,
     /// and the longest a body may stall; then the connection is closed without an
@@ -72,7 +85,7 @@ pub struct ServerArgs {
     pub send_timeout: u32,
 }
 
-/// The workers' scheduling policy.
+/// The workers' scheduling policy, as a flag.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Sched {
     /// `SCHED_OTHER`, the default Linux policy.
@@ -89,33 +102,69 @@ pub struct CpuList(pub Vec<usize>);
 impl std::str::FromStr for CpuList {
     type Err = String;
     fn from_str(list: &str) -> Result<CpuList, String> {
-        parse_cpu_list(list).map(CpuList)
+        worker::parse_cpu_list(list).map(CpuList)
     }
 }
 
 impl ServerArgs {
-    /// The worker options these flags ask for. Raises the open-file limit (and caps
-    /// `--max-conns` by it); a CPU outside the allowed set is a usage error that
-    /// exits with status 2, as clap's own errors do.
-    pub fn options(&self, client_speaks_first: bool) -> Options {
+    /// The worker options these flags ask for, for a protocol whose first speaker
+    /// is `opening`. Raises the open-file limit. A default that the machine cannot
+    /// give (the backlog above `somaxconn`, connections above the open-file limit)
+    /// is fitted to it quietly; a value the user asked for is fitted too, with a
+    /// warning. A CPU outside the allowed set is a usage error: exit status 2.
+    pub fn options(&self, opening: Opening) -> Options {
         let cpus = plan_or_exit(self.cpus.as_ref(), self.workers);
-        let max_connections = raise_fd_limit(self.max_conns);
         Options {
             addr: SocketAddr::new(self.bind, self.port),
             cpus,
-            pin: !self.no_pin,
-            batch_scheduling: self.sched == Sched::Batch,
-            backlog: self.backlog,
+            pinning: if self.no_pin { Pinning::Unpinned } else { Pinning::Pinned },
+            scheduling: match self.sched {
+                Sched::Normal => Scheduling::Normal,
+                Sched::Batch => Scheduling::Batch,
+            },
+            listen: ListenOptions { backlog: self.backlog(), opening },
             shutdown_timeout: Duration::from_secs(self.shutdown_timeout),
-            client_speaks_first,
             reactor: Config {
-                max_connections: usize::try_from(max_connections).unwrap_or(usize::MAX),
+                max_connections: usize::try_from(self.max_connections()).unwrap_or(usize::MAX),
                 request_timeout: self.header_timeout,
                 idle_timeout: self.keepalive_timeout,
                 send_timeout: self.send_timeout,
                 ..Config::default()
             },
         }
+    }
+
+    /// `--backlog`, or `somaxconn`; a larger one asked for is capped, with a warning.
+    fn backlog(&self) -> u32 {
+        let Some(somaxconn) = worker::somaxconn() else { return self.backlog.unwrap_or(4096) };
+        match self.backlog {
+            None => somaxconn,
+            Some(asked) if asked > somaxconn => {
+                say(format_args!(
+                    "percore: warning: --backlog {asked} is above net.core.somaxconn ({somaxconn}), using \
+                     {somaxconn}; see sysctl.conf"
+                ));
+                somaxconn
+            }
+            Some(asked) => asked,
+        }
+    }
+
+    /// `--max-conns`, or 65536, within what the open-file limit allows (raised to
+    /// its hard limit first); a larger one asked for is capped, with a warning.
+    fn max_connections(&self) -> u64 {
+        // Unknown (getrlimit failed): assume no limit rather than cap connections at 0.
+        let limit = worker::raise_open_file_limit().unwrap_or(u64::MAX);
+        let allowed = limit.saturating_sub(worker::OTHER_FDS).max(1);
+        let asked = self.max_conns.unwrap_or(DEFAULT_MAX_CONNS);
+        if self.max_conns.is_some() && asked > allowed {
+            let needed = asked.saturating_add(worker::OTHER_FDS);
+            say(format_args!(
+                "percore: warning: open-file limit {limit} is below the {needed} that --max-conns {asked} needs \
+                 per worker; using {allowed}; raise it with ulimit -n (see sysctl.conf)"
+            ));
+        }
+        asked.min(allowed)
     }
 }
 
@@ -127,17 +176,33 @@ impl Stopped {
         match self {
             Stopped::Gracefully => ExitCode::SUCCESS,
             Stopped::AtOnce => ExitCode::from(130),
-            Stopped::GaveUp(_) | Stopped::Unclean(_) => ExitCode::FAILURE,
+            Stopped::GaveUp { .. } | Stopped::Unclean { .. } => ExitCode::FAILURE,
         }
     }
 }
 
-/// The CPU of each of `count` workers or threads (see [`plan`]), from `cpus` or the
-/// allowed set; a CPU outside the allowed set is a usage error: exit status 2.
+/// The CPU of each of `count` workers or threads (see [`worker::plan`]), from `cpus`
+/// or the allowed set; a CPU outside the allowed set is a usage error: exit status 2.
 pub fn plan_or_exit(cpus: Option<&CpuList>, count: Option<usize>) -> Vec<usize> {
-    plan(&allowed_cpus(), cpus.map(|list| &list.0[..]), count).unwrap_or_else(|message| {
+    worker::plan(&worker::allowed_cpus(), cpus.map(|list| &list.0[..]), count).unwrap_or_else(|message| {
         clap::Error::raw(clap::error::ErrorKind::InvalidValue, message + "\n").exit()
     })
+}
+
+/// Runs the workers with `options` and prints what they report; returns the exit
+/// status. `counts` says what a worker's protocol counted, for its last line.
+pub fn serve<P: Protocol>(
+    options: &Options,
+    make_protocol: impl Fn() -> std::io::Result<P>,
+    counts: impl Fn(&P) -> Option<Counts>,
+) -> ExitCode {
+    match worker::run(options, make_protocol, |event| print::event(&event, &counts)) {
+        Ok(stopped) => stopped.exit_code(),
+        Err(error) => {
+            say(format_args!("{}: {error}", program_name()));
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// The flags of [`ServerArgs`] alone, for a program that has no others.
@@ -149,37 +214,29 @@ struct Standalone {
 }
 
 /// A whole server's `main`: parses [`ServerArgs`] from the command line, runs the
-/// workers (each building its protocol with `make_protocol`), and returns the exit
-/// status. `client_speaks_first`: see [`Options::client_speaks_first`].
+/// workers (each building its protocol with `make_protocol`), prints what they
+/// report, and returns the exit status.
 ///
 /// ```no_run
-/// use percore::reactor::{Protocol, Verdict};
+/// use percore::listen::Opening;
+/// use percore::reactor::{Io, Protocol, Verdict};
 ///
 /// struct Echo;
 /// impl Protocol for Echo {
 ///     type Conn = ();
-///     fn on_data(&mut self, _: &mut (), input: &[u8], out: &mut Vec<u8>) -> Verdict {
-///         out.extend_from_slice(input);
+///     fn on_data(&mut self, _: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+///         io.write(input);
 ///         Verdict::keep(input.len())
 ///     }
 /// }
 ///
 /// fn main() -> std::process::ExitCode {
-///     percore::worker::main(true, || Ok(Echo))
+///     percore::cli::main(Opening::ClientSpeaksFirst, || Ok(Echo))
 /// }
 /// ```
-pub fn main<P: Protocol>(
-    client_speaks_first: bool,
-    make_protocol: impl Fn() -> std::io::Result<P>,
-) -> ExitCode {
+pub fn main<P: Protocol>(opening: Opening, make_protocol: impl Fn() -> std::io::Result<P>) -> ExitCode {
     let args = Standalone::parse();
-    match run(&args.server.options(client_speaks_first), make_protocol) {
-        Ok(stopped) => stopped.exit_code(),
-        Err(message) => {
-            say!("{}: {message}", program_name());
-            ExitCode::FAILURE
-        }
-    }
+    serve(&args.server.options(opening), make_protocol, |_| None)
 }
 
 fn program_name() -> String {

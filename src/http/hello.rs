@@ -1,49 +1,69 @@
-//! [`Hello`]: every `GET` or `HEAD` on any path gets the one prebuilt response.
+//! [`Hello`]: every `GET` or `HEAD` on any path gets the one prebuilt response, at
+//! once or (with a delay) when the connection's timer says so.
 
-use std::time::SystemTime;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
 
 use super::parse::{Limits, Method, Progress, Status, Version};
-use super::prebuilt::{http_date, Response, Variants};
-use crate::reactor::{Counts, Protocol, Verdict, OUTPUT_BUDGET};
+use super::prebuilt::{http_date, Persist, Response, Variants};
+use crate::reactor::{Flow, Io, Protocol, Verdict};
+
+/// Answers a connection may have waiting for their delay; then it is not read
+/// until they go, so a client that pipelines cannot grow the worker.
+const MAX_DELAYED: usize = 64;
 
 /// What [`Hello`] answers with, and the limits it enforces.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HelloConfig {
-    /// The body of every `200` response.
-    pub body: Vec<u8>,
+    /// The body of every `200` response, held once by every worker (and by every
+    /// connection still sending it).
+    pub body: Arc<[u8]>,
     /// Its `Content-Type`.
     pub content_type: String,
     /// Size limits of a request head.
     pub limits: Limits,
     /// Largest request body read (and dropped) before answering; larger gets `413`.
     pub max_body: u64,
+    /// How long after its request arrived each answer is sent: a backend with
+    /// latency, for testing proxies and load balancers. Zero: at once.
+    pub delay: Duration,
 }
 
 impl Default for HelloConfig {
     fn default() -> HelloConfig {
         HelloConfig {
-            body: b"hello, world!\n".to_vec(),
+            body: Arc::from(&b"hello, world!\n"[..]),
             content_type: "text/plain".into(),
             limits: Limits::default(),
             max_body: 1024 * 1024,
+            delay: Duration::ZERO,
         }
     }
 }
 
+/// Requests a [`Hello`] answered and refused.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Requests answered (including refusals).
+    pub requests: u64,
+    /// Requests refused as malformed or over a limit.
+    pub errors: u64,
+}
+
 /// The hello server's protocol: parses each request head, skips any body, and
-/// appends a prebuilt response; errors get a prebuilt error response and a close.
+/// writes a prebuilt response; errors get a prebuilt error response and a close.
 ///
 /// ```
-/// use percore::http::{Hello, HelloConfig, HelloConn};
-/// use percore::reactor::Protocol;
+/// use percore::http::{Hello, HelloConfig};
+/// use percore::reactor::{Harness, Then};
 ///
-/// let mut hello = Hello::new(&HelloConfig::default());
-/// let (mut conn, mut out) = (HelloConn::default(), Vec::new());
+/// let mut harness = Harness::new(Hello::new(&HelloConfig::default()));
 /// let two = b"GET / HTTP/1.1\r\nHost: a\r\n\r\nHEAD / HTTP/1.0\r\n\r\n";
-/// let verdict = hello.on_data(&mut conn, two, &mut out);
+/// let verdict = harness.data(two);
 /// assert_eq!(verdict.consumed, two.len());
-/// assert!(!verdict.keep_open, "HTTP/1.0 without keep-alive closes");
-/// let text = String::from_utf8(out).unwrap();
+/// assert_eq!(verdict.then, Then::Close, "HTTP/1.0 without keep-alive closes");
+/// let text = String::from_utf8(harness.take_output()).unwrap();
 /// assert!(text.starts_with("HTTP/1.1 200 OK\r\nServer: percore\r\nDate: "));
 /// assert_eq!(text.matches("hello, world!\n").count(), 1, "HEAD gets no body");
 /// assert!(text.ends_with("Connection: close\r\n\r\n"));
@@ -55,16 +75,41 @@ pub struct Hello {
     errors: Vec<(u16, Response)>,
     limits: Limits,
     max_body: u64,
+    delay: Duration,
     draining: bool,
     counts: Counts,
 }
 
 /// Per-connection state of [`Hello`]: the resumable parse of a head that arrives in
-/// pieces, and the bytes of a request body still to be skipped.
-#[derive(Clone, Copy, Debug, Default)]
+/// pieces, the bytes of a request body still to be skipped, and the answers that
+/// wait for their delay.
+#[derive(Debug, Default)]
 pub struct HelloConn {
     progress: Progress,
     body_left: u64,
+    /// Answers and when each is due, oldest first; allocated at the first one.
+    // Boxed: 8 bytes in every connection's state, where a VecDeque takes 32.
+    #[allow(clippy::box_collection)]
+    delayed: Option<Box<VecDeque<(Instant, Answer)>>>,
+    /// A closing answer is decided: nothing after it is read as a request.
+    closing: bool,
+}
+
+/// Which prebuilt response answers a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Answer {
+    kind: Kind,
+    version: Version,
+    persists: Persist,
+    head_only: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Ok,
+    NotAllowed,
+    /// An error status: always closes.
+    Error(u16),
 }
 
 impl Hello {
@@ -81,46 +126,101 @@ impl Hello {
         let errors = errors
             .into_iter()
             .map(|(code, status, body)| {
-                let response =
-                    Response::new(status, "text/plain", &[("Connection", "close")], body.as_bytes());
-                (code, response)
+                let body = Arc::from(body.as_bytes());
+                (code, Response::new(status, "text/plain", &[("Connection", "close")], &body))
             })
             .collect();
+        let not_allowed = Arc::from(&b"method not allowed\n"[..]);
         Hello {
             ok: Variants::new("200 OK", &config.content_type, &[], &config.body),
             not_allowed: Variants::new(
                 "405 Method Not Allowed",
                 "text/plain",
                 &[("Allow", "GET, HEAD")],
-                b"method not allowed\n",
+                &not_allowed,
             ),
             errors,
             limits: config.limits,
             max_body: config.max_body,
+            delay: config.delay,
             draining: false,
             counts: Counts::default(),
         }
     }
 
-    /// Appends the error response for `code` and counts it.
-    fn refuse(&mut self, code: u16, out: &mut Vec<u8>) {
-        let (_, response) = self.errors.iter().find(|(c, _)| *c == code).unwrap_or(&self.errors[0]);
-        out.extend_from_slice(response.bytes());
+    /// What this protocol counted so far.
+    pub fn counts(&self) -> Counts {
+        self.counts
+    }
+
+    /// Answers now, or queues the answer for its delay; returns what the loop
+    /// does next, or `None` to go on reading requests.
+    fn answer(
+        &mut self,
+        conn: &mut HelloConn,
+        answer: Answer,
+        at: usize,
+        io: &mut Io<'_>,
+    ) -> Option<Verdict> {
         self.counts.requests += 1;
+        let closes = answer.persists == Persist::Close;
+        if self.delay.is_zero() {
+            self.write(answer, io);
+            return closes.then(|| Verdict::close(at));
+        }
+        let delayed = conn.delayed.get_or_insert_with(Box::default);
+        if delayed.is_empty() {
+            io.set_timer(self.delay);
+        }
+        delayed.push_back((io.now() + self.delay, answer));
+        // The answer that closes is sent by the timer, which then closes.
+        conn.closing = closes;
+        (closes || delayed.len() >= MAX_DELAYED).then(|| Verdict::pause(at))
+    }
+
+    /// Refuses the request with `code`, which closes the connection.
+    fn refuse(&mut self, conn: &mut HelloConn, code: u16, at: usize, io: &mut Io<'_>) -> Verdict {
         self.counts.errors += 1;
+        let answer = Answer {
+            kind: Kind::Error(code),
+            version: Version::Http11,
+            persists: Persist::Close,
+            head_only: false,
+        };
+        self.answer(conn, answer, at, io).unwrap_or(Verdict::close(at))
+    }
+
+    fn write(&self, answer: Answer, io: &mut Io<'_>) {
+        let response = match answer.kind {
+            Kind::Ok => self.ok.pick(answer.version, answer.persists),
+            Kind::NotAllowed => self.not_allowed.pick(answer.version, answer.persists),
+            Kind::Error(code) => {
+                let found = self.errors.iter().find(|(c, _)| *c == code);
+                &found.unwrap_or(&self.errors[0]).1
+            }
+        };
+        if answer.head_only {
+            response.write_head(io);
+        } else {
+            response.write(io);
+        }
     }
 }
 
 impl Protocol for Hello {
     type Conn = HelloConn;
 
-    fn on_data(&mut self, conn: &mut HelloConn, input: &[u8], out: &mut Vec<u8>) -> Verdict {
+    fn on_data(&mut self, conn: &mut HelloConn, input: &[u8], io: &mut Io<'_>) -> Verdict {
+        if conn.closing {
+            // Waits for the timer to send the closing answer, and then to close.
+            return Verdict::pause(0);
+        }
         let mut at = 0;
         loop {
-            if out.len() >= OUTPUT_BUDGET {
+            if io.is_full() {
                 // Many pipelined requests for a large body: the loop calls again once
                 // the peer has taken this much.
-                return Verdict::keep(at);
+                return Verdict::pause(at);
             }
             let skipped = conn.body_left.min((input.len() - at) as u64);
             conn.body_left -= skipped;
@@ -131,56 +231,59 @@ impl Protocol for Hello {
             let request = match conn.progress.parse(&input[at..], &self.limits) {
                 Ok(Status::Complete(request)) => request,
                 Ok(Status::Partial) => return Verdict::keep(at),
-                Err(e) => {
-                    self.refuse(e.status(), out);
-                    return Verdict::close(at);
-                }
+                Err(e) => return self.refuse(conn, e.status(), at, io),
             };
             at += request.head_len;
-            // A chunked body's end would need the chunk parse; refuse rather than guess.
             conn.body_left = request.content_length;
-            let refusal = if request.chunked {
-                // Of unknown length: the body is "more than we will read".
+            if request.chunked {
+                // A chunked body's end would need the chunk parse; refuse rather than
+                // guess. Of unknown length: the body is "more than we will read".
                 conn.body_left = u64::MAX;
-                Some(501)
-            } else if request.content_length > self.max_body {
-                Some(413)
-            } else {
-                None
-            };
-            if let Some(code) = refusal {
+                return self.refuse(conn, 501, at, io);
+            }
+            if request.content_length > self.max_body {
                 // The body left unread makes the loop linger before it closes.
-                self.refuse(code, out);
-                return Verdict::close(at);
+                return self.refuse(conn, 413, at, io);
             }
             // While stopping, every request already received is answered; the last
             // one in the input tells the client to close.
             let received_all = (at as u64).saturating_add(conn.body_left) >= input.len() as u64;
             let keep_alive = request.keep_alive && !(self.draining && received_all);
-            let variants = match request.method {
-                Method::Get | Method::Head => &self.ok,
-                Method::Other => &self.not_allowed,
+            let answer = Answer {
+                kind: if request.method == Method::Other { Kind::NotAllowed } else { Kind::Ok },
+                version: request.version,
+                persists: if keep_alive { Persist::KeepAlive } else { Persist::Close },
+                head_only: request.method == Method::Head,
             };
-            let response = variants.pick(keep_alive, request.version == Version::Http10);
-            let bytes = if request.method == Method::Head { response.head() } else { response.bytes() };
-            out.extend_from_slice(bytes);
-            self.counts.requests += 1;
-            if !keep_alive {
-                return Verdict::close(at);
+            if let Some(verdict) = self.answer(conn, answer, at, io) {
+                return verdict;
             }
         }
     }
 
-    fn mid_request(conn: &HelloConn) -> bool {
-        conn.body_left > 0
+    /// Sends every delayed answer that is due, and sets the timer for the next.
+    fn on_timer(&mut self, conn: &mut HelloConn, io: &mut Io<'_>) -> Flow {
+        let Some(delayed) = conn.delayed.as_mut() else { return Flow::Continue };
+        while let Some(&(due, answer)) = delayed.front() {
+            if due > io.now() {
+                io.set_timer_at(due);
+                break;
+            }
+            delayed.pop_front();
+            self.write(answer, io);
+            if answer.persists == Persist::Close {
+                return Flow::Close;
+            }
+        }
+        Flow::Continue
+    }
+
+    fn is_busy(conn: &HelloConn) -> bool {
+        conn.body_left > 0 || conn.delayed.as_ref().is_some_and(|delayed| !delayed.is_empty())
     }
 
     fn on_drain(&mut self) {
         self.draining = true;
-    }
-
-    fn counts(&self) -> Counts {
-        self.counts
     }
 
     fn on_tick(&mut self, now: SystemTime) {

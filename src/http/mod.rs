@@ -8,6 +8,6 @@ mod prebuilt;
 mod syntax;
 
 pub use client::{parse_response, BodyKind, ResponseError, ResponseHead, ResponseParser};
-pub use hello::{Hello, HelloConfig, HelloConn};
+pub use hello::{Counts, Hello, HelloConfig, HelloConn};
 pub use parse::{parse, Error, Limits, Method, Progress, Request, Status, Version};
-pub use prebuilt::{http_date, Response, Variants, DATE_LEN};
+pub use prebuilt::{http_date, Persist, Response, Variants, DATE_LEN};

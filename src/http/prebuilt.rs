@@ -1,23 +1,35 @@
 //! Prebuilt responses: every byte laid out at start-up, the `Date` value patched in
-//! place once a second.
+//! place once a second. A large body is held once and sent by reference.
 
+use std::sync::Arc;
 use std::time::SystemTime;
+
+use super::parse::Version;
+use crate::reactor::Io;
 
 /// Length of an IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`.
 pub const DATE_LEN: usize = 29;
 
-/// One complete response, ready to be copied to the wire as it is.
+/// Bodies up to this size are copied with their head, so that an answer (and a
+/// pipeline of them) is one contiguous send; larger ones are referenced.
+const COPIED_BODY_MAX: usize = 1024;
+
+/// One complete response, ready to be written as it is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Response {
+    /// The head, followed by the body when the body is small.
     bytes: Vec<u8>,
     date_at: usize,
     head_len: usize,
+    /// The body, when it is too large to copy: every response with it, and every
+    /// connection still sending it, holds this one copy.
+    shared_body: Option<Arc<[u8]>>,
 }
 
 impl Response {
     /// Lays out `HTTP/1.1 {status}`, `Server`, `Date`, `Content-Type`,
     /// `Content-Length`, then `headers` (name and value pairs), then `body`.
-    pub fn new(status: &str, content_type: &str, headers: &[(&str, &str)], body: &[u8]) -> Response {
+    pub fn new(status: &str, content_type: &str, headers: &[(&str, &str)], body: &Arc<[u8]>) -> Response {
         let mut head = format!("HTTP/1.1 {status}\r\nServer: percore\r\nDate: ");
         let date_at = head.len();
         head += &httpdate::fmt_http_date(SystemTime::now());
@@ -28,24 +40,42 @@ impl Response {
         head += "\r\n";
         let head_len = head.len();
         let mut bytes = head.into_bytes();
-        bytes.extend_from_slice(body);
-        Response { bytes, date_at, head_len }
+        let shared_body = if body.len() <= COPIED_BODY_MAX {
+            bytes.extend_from_slice(body);
+            None
+        } else {
+            Some(Arc::clone(body))
+        };
+        Response { bytes, date_at, head_len, shared_body }
     }
 
-    /// The whole response.
-    pub fn bytes(&self) -> &[u8] {
-        &self.bytes
+    /// Writes the whole response to `io`: copied, or the head copied and the body
+    /// referenced.
+    pub fn write(&self, io: &mut Io<'_>) {
+        io.write(&self.bytes);
+        if let Some(body) = &self.shared_body {
+            io.write_shared(body);
+        }
     }
 
-    /// The head alone, as the answer to `HEAD`.
-    pub fn head(&self) -> &[u8] {
-        &self.bytes[..self.head_len]
+    /// Writes the head alone, as the answer to `HEAD`.
+    pub fn write_head(&self, io: &mut Io<'_>) {
+        io.write(&self.bytes[..self.head_len]);
     }
 
     /// Writes `date` (an IMF-fixdate) into the `Date` slot.
     pub fn set_date(&mut self, date: &[u8; DATE_LEN]) {
         self.bytes[self.date_at..self.date_at + DATE_LEN].copy_from_slice(date);
     }
+}
+
+/// Whether a connection stays open after a response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Persist {
+    /// It stays open for the next request.
+    KeepAlive,
+    /// It closes after this response.
+    Close,
 }
 
 /// One response in its three connection variants: kept open for HTTP/1.1 (no
@@ -60,7 +90,7 @@ pub struct Variants {
 
 impl Variants {
     /// Builds the three variants of one response.
-    pub fn new(status: &str, content_type: &str, headers: &[(&str, &str)], body: &[u8]) -> Variants {
+    pub fn new(status: &str, content_type: &str, headers: &[(&str, &str)], body: &Arc<[u8]>) -> Variants {
         let with = |connection: Option<&str>| {
             let mut all = headers.to_vec();
             all.extend(connection.map(|value| ("Connection", value)));
@@ -73,12 +103,12 @@ impl Variants {
         }
     }
 
-    /// The variant for a connection that stays open (or not), on HTTP/1.0 (or not).
-    pub fn pick(&self, keep_alive: bool, http10: bool) -> &Response {
-        match (keep_alive, http10) {
-            (false, _) => &self.close,
-            (true, false) => &self.keep_alive,
-            (true, true) => &self.keep_alive_http10,
+    /// The variant for a request of `version` on a connection that `persists` or not.
+    pub fn pick(&self, version: Version, persists: Persist) -> &Response {
+        match (persists, version) {
+            (Persist::Close, _) => &self.close,
+            (Persist::KeepAlive, Version::Http11) => &self.keep_alive,
+            (Persist::KeepAlive, Version::Http10) => &self.keep_alive_http10,
         }
     }
 

@@ -4,6 +4,7 @@
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use super::connection::Connection;
+use super::drive::{Callback, Next};
 use super::{open_reserve, Accept, Closed, Protocol, Reactor};
 use crate::sys::{self, AcceptError};
 
@@ -17,7 +18,7 @@ impl<P: Protocol> Reactor<P> {
     pub(super) fn accept_all(&mut self) {
         let Some(listener) = self.listener.as_ref().map(AsRawFd::as_raw_fd) else { return };
         for _ in 0..ACCEPTS_PER_WAKE {
-            if self.connections.len() >= self.config.max_connections {
+            if self.connections.len() >= self.core.config.max_connections {
                 self.accept = Accept::AtLimit;
                 return;
             }
@@ -41,14 +42,19 @@ impl<P: Protocol> Reactor<P> {
         self.accept = Accept::Now;
     }
 
-    /// Serves a new connection's first request at once (a listener with
+    /// Opens a new connection to the protocol ([`Protocol::on_open`], which may
+    /// speak first), serves its first request at once (a listener with
     /// `TCP_DEFER_ACCEPT` hands over connections with their request already in), then
     /// registers it, unless it is already closed: a new connection per request then
     /// costs accept, recv, send and close, and no `epoll_ctl`. Registering after the
     /// read loses no edge: `EPOLL_CTL_ADD` reports the readiness the socket has then.
     fn register(&mut self, fd: OwnedFd) {
         let token = self.connections.insert(Connection::new(fd));
-        self.drive(token, true);
+        let conn = self.connections.get_mut(token).expect("inserted above");
+        match self.core.callback(conn, token, Callback::Open) {
+            Next::Wait => self.drive(token, true),
+            next => self.finish(token, next),
+        }
         let Some(conn) = self.connections.get_mut(token) else { return };
         if let Err(e) = self.epoll.add(conn.fd.as_raw_fd(), sys::INTEREST_CONNECTION, token.0) {
             self.close(token, Closed::ReadFailed(e.kind()));

@@ -1,5 +1,5 @@
-//! The client side of the loop: connections it opens, and waking a connection's
-//! protocol when it has something to send on its own schedule.
+//! Connections the loop opens itself, and waking a connection's protocol when it
+//! has something to do on its own schedule.
 
 use std::io;
 use std::net::SocketAddr;
@@ -7,9 +7,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 
 use socket2::{Domain, Socket, Type};
 
-use super::connection::{Connection, Phase};
-use super::io::{answer, Next};
-use super::slab::Token;
+use super::connection::Connection;
+use super::drive::Callback;
 use super::{ConnId, Protocol, Reactor};
 use crate::sys;
 
@@ -27,33 +26,28 @@ impl<P: Protocol> Reactor<P> {
         }
         let fd = OwnedFd::from(socket);
         let raw = fd.as_raw_fd();
-        let token = self.connections.insert(Connection::new(fd));
+        let mut conn = Connection::new(fd);
+        // Output is queued, not sent, until the socket's first event: the edge that
+        // says it is writable (connected) flushes it.
+        conn.connecting = true;
+        let token = self.connections.insert(conn);
         if let Err(e) = self.epoll.add(raw, sys::INTEREST_CONNECTION, token.0) {
             self.connections.remove(token);
             return Err(e);
         }
-        let id = ConnId(token.0);
-        let conn = self.connections.get_mut(token).expect("inserted above");
-        // Queued, not sent: the socket may still be connecting. The edge that says
-        // it is writable (connected) flushes it.
-        self.protocol.on_open(id, &mut conn.state, &mut conn.pending_output);
-        self.finish(token, Next::Wait);
-        Ok(id)
+        self.call(token, Callback::Open);
+        Ok(ConnId::of(token))
     }
 
-    /// Hands connection `id` its unconsumed input again, with nothing new, so that
-    /// its protocol can send what it was waiting to send (a request whose time has
-    /// come). Does nothing for a closed or closing connection.
-    pub fn wake(&mut self, id: ConnId) {
-        let token = Token(id.0);
-        let Some(conn) = self.connections.get_mut(token) else { return };
-        if conn.phase != Phase::Open {
-            return;
+    /// Calls [`Protocol::on_wake`] for connection `id` (accepted or connected), and
+    /// sends what it writes. Returns false, calling nothing, when `id` is closed or
+    /// closing.
+    pub fn wake(&mut self, id: ConnId) -> bool {
+        let token = id.token();
+        let open = self.connections.get_mut(token).is_some_and(|conn| conn.is_open());
+        if open {
+            self.call(token, Callback::Wake);
         }
-        match answer(conn, &mut self.protocol, &[], false, &mut self.output) {
-            // Flushes what an earlier answer left queued, and settles timers.
-            Next::Wait => self.drive(token, false),
-            next => self.finish(token, next),
-        }
+        open
     }
 }

@@ -1,23 +1,37 @@
-//! The loop's coarse clock: whole seconds for deadlines, the wall-clock second for
-//! the once-a-second tick.
+//! The loop's clock, read once per turn: the instant for timers and for what a
+//! protocol sees as now, whole seconds for the loop's own deadlines, and the
+//! wall-clock second for the once-a-second tick.
 
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 #[derive(Debug)]
 pub(crate) struct Clock {
     start: Instant,
+    /// As of the last look.
+    instant: Instant,
     /// Whole seconds since `start`, as of the last tick; starts at 1 so that a
     /// deadline of 0 can mean "none".
     now: u32,
     wall_second: u64,
-    /// Milliseconds into `wall_second`, as of the last look at the wall clock.
-    wall_millis: u32,
+    /// Time into `wall_second`, as of the last look at the wall clock.
+    wall_into_second: Duration,
 }
 
 impl Clock {
     pub(crate) fn new() -> Clock {
-        let (wall_second, wall_millis) = split(SystemTime::now());
-        Clock { start: Instant::now(), now: 1, wall_second, wall_millis }
+        let (wall_second, wall_into_second) = split(SystemTime::now());
+        let start = Instant::now();
+        Clock { start, instant: start, now: 1, wall_second, wall_into_second }
+    }
+
+    /// When the clock started: the origin of the loop's timers.
+    pub(crate) fn start(&self) -> Instant {
+        self.start
+    }
+
+    /// The instant of the last look.
+    pub(crate) fn instant(&self) -> Instant {
+        self.instant
     }
 
     /// Seconds on the loop's monotonic clock, as of the last tick.
@@ -25,29 +39,31 @@ impl Clock {
         self.now
     }
 
-    /// Milliseconds until the wall clock turns to the next second (at least 1), as
-    /// of the last [`advance`](Clock::advance): the loop looks at the wall clock once
-    /// per turn, and what it does between that look and its next wait is short.
-    pub(crate) fn ms_to_next_second(&self) -> i32 {
-        1000 - self.wall_millis as i32
+    /// How long until the wall clock turns to the next second, as of the last look:
+    /// the loop looks once per turn, and what it does between that look and its
+    /// next wait is short.
+    pub(crate) fn to_next_second(&self) -> Duration {
+        Duration::from_secs(1).saturating_sub(self.wall_into_second)
     }
 
-    /// At the turn of a wall-clock second (or a jump of the clock either way), moves
-    /// the clock on and returns the wall time; otherwise `None`.
+    /// Looks at the clocks. At the turn of a wall-clock second (or a jump of the
+    /// clock either way), moves the seconds on and returns the wall time.
     pub(crate) fn advance(&mut self) -> Option<SystemTime> {
+        self.instant = Instant::now();
         let wall = SystemTime::now();
-        let (second, millis) = split(wall);
-        self.wall_millis = millis;
+        let (second, into_second) = split(wall);
+        self.wall_into_second = into_second;
         if second == self.wall_second {
             return None;
         }
         self.wall_second = second;
-        self.now = 1 + self.start.elapsed().as_secs() as u32;
+        self.now = 1 + (self.instant - self.start).as_secs() as u32;
         Some(wall)
     }
 }
 
-/// The whole seconds of `time` since the epoch, and the milliseconds into the last.
-fn split(time: SystemTime) -> (u64, u32) {
-    time.duration_since(UNIX_EPOCH).map_or((0, 0), |d| (d.as_secs(), d.subsec_millis()))
+/// The whole seconds of `time` since the epoch, and the time into the last.
+fn split(time: SystemTime) -> (u64, Duration) {
+    time.duration_since(UNIX_EPOCH)
+        .map_or((0, Duration::ZERO), |d| (d.as_secs(), d - Duration::from_secs(d.as_secs())))
 }

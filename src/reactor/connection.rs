@@ -1,18 +1,22 @@
-//! One accepted connection: its socket, the bytes it owns between wake-ups, its phase.
+//! One connection: its socket, the bytes it owns between wake-ups, its phase, and
+//! which of the loop's timeouts it is under.
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 
-use super::config::Timer;
-use crate::sys;
+use super::config::Config;
+use super::output::{Output, SendQueue};
+
+/// Seconds a closing connection may keep sending us bytes we drop (nginx: 5 s).
+const LINGER_SECS: u32 = 5;
 
 /// Where a connection is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Phase {
-    /// Reading requests and answering them.
+    /// Reading input and answering it.
     Open,
     /// The protocol said close (or the peer finished): send what is left, then close,
-    /// lingering first if the peer had sent more than the protocol consumed.
+    /// lingering first if the peer may still be sending.
     Closing { linger: bool },
     /// Everything is sent and the write side shut down; input the peer still sends is
     /// read and dropped until it closes or the deadline passes, so that unread bytes
@@ -20,14 +24,24 @@ pub(crate) enum Phase {
     Lingering,
 }
 
+/// Which of the loop's timeouts a connection is under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Timeout {
+    /// None: the protocol's own timer decides.
+    None,
+    Idle,
+    Request,
+    Send,
+    Linger,
+}
+
 #[derive(Debug)]
 pub(crate) struct Connection<S> {
     pub(crate) fd: OwnedFd,
-    /// Received bytes the protocol has not consumed yet (an incomplete request).
+    /// Received bytes the protocol has not consumed yet (an incomplete message).
     pub(crate) pending_input: Vec<u8>,
-    /// Output the socket did not take yet; `output_sent` of it already went.
-    pub(crate) pending_output: Vec<u8>,
-    pub(crate) output_sent: usize,
+    /// Output the socket has not taken yet; `None` (no memory) when all is sent.
+    queue: Option<Box<SendQueue>>,
     pub(crate) state: S,
     pub(crate) phase: Phase,
     /// The peer shut down its side: read until end of stream, a short read is no proof
@@ -35,19 +49,23 @@ pub(crate) struct Connection<S> {
     pub(crate) read_closed: bool,
     /// Reading stopped because too much output is waiting; resumed when it drains.
     pub(crate) read_paused: bool,
-    /// Second (of the loop's clock) after which the connection is closed; 0: none.
-    pub(crate) deadline: u32,
-    /// The timeout `deadline` is for.
-    pub(crate) timer: Timer,
-    /// The peer took some of our output since the last `rearm`.
-    pub(crate) output_progressed: bool,
-    /// The protocol consumed some input since the last `rearm`.
-    pub(crate) input_progressed: bool,
+    /// The protocol paused ([`Then::Pause`](super::Then::Pause)): it is called again
+    /// with its pending input once its output is sent.
+    pub(crate) paused: bool,
+    /// Paused with nothing written: waits for output a timer or wake writes.
+    pub(crate) awaiting_output: bool,
+    /// Opened by `connect` and not yet known to be connected: output is queued, not
+    /// sent, until the socket's first event.
+    pub(crate) connecting: bool,
     /// In the loop's queue of connections to serve again.
     pub(crate) queued: bool,
-    /// The protocol left input unconsumed after answering part of it (it limits the
-    /// output of one call): call it again before reading more.
-    pub(crate) answer_more: bool,
+    /// Second (of the loop's clock) after which the connection is closed; 0: none.
+    pub(crate) deadline: u32,
+    timeout: Timeout,
+    /// The peer took some of our output since the last `rearm`.
+    output_progressed: bool,
+    /// The protocol consumed some input since the last `rearm`.
+    pub(crate) input_progressed: bool,
 }
 
 impl<S: Default> Connection<S> {
@@ -55,50 +73,52 @@ impl<S: Default> Connection<S> {
         Connection {
             fd,
             pending_input: Vec::new(),
-            pending_output: Vec::new(),
-            output_sent: 0,
+            queue: None,
             state: S::default(),
             phase: Phase::Open,
             read_closed: false,
             read_paused: false,
+            paused: false,
+            awaiting_output: false,
+            connecting: false,
+            queued: false,
             deadline: 0,
-            timer: Timer::Idle,
+            timeout: Timeout::Idle,
             output_progressed: false,
             input_progressed: false,
-            queued: false,
-            answer_more: false,
         }
     }
 }
 
 impl<S> Connection<S> {
-    /// Open, with no partial request in its buffer and nothing to send (the protocol
-    /// may still be mid-request: see `Reactor::is_idle`).
+    pub(crate) fn is_open(&self) -> bool {
+        self.phase == Phase::Open
+    }
+
+    /// Open, with no partial message in its buffer and nothing to send (the protocol
+    /// may still be busy: see `Reactor::is_idle`).
     pub(crate) fn is_idle(&self) -> bool {
         self.phase == Phase::Open && self.pending_input.is_empty() && self.unsent() == 0
     }
 
-    /// Bytes queued and not yet accepted by the socket.
+    /// Bytes queued and not yet taken by the socket.
     pub(crate) fn unsent(&self) -> usize {
-        self.pending_output.len() - self.output_sent
+        self.queue.as_ref().map_or(0, |queue| queue.len())
     }
 
-    /// Sends `output` after anything already queued; keeps what the socket refuses.
-    pub(crate) fn send(&mut self, output: &[u8]) -> io::Result<()> {
+    /// Sends `output` after anything already queued, and queues what the socket
+    /// does not take.
+    pub(crate) fn send(&mut self, output: &Output) -> io::Result<()> {
         if output.is_empty() {
             return Ok(());
         }
-        if self.unsent() > 0 {
-            self.pending_output.extend_from_slice(output);
-            return Ok(());
+        if self.queue.is_some() || self.connecting {
+            self.queue.get_or_insert_with(Box::default).push(output, 0);
+            return if self.connecting { Ok(()) } else { self.flush() };
         }
-        let sent = match sys::send(self.fd.as_raw_fd(), output) {
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
-            Err(e) => return Err(e),
-        };
+        let sent = output.send(self.fd.as_raw_fd(), 0)?;
         if sent < output.len() {
-            self.pending_output.extend_from_slice(&output[sent..]);
+            self.queue.get_or_insert_with(Box::default).push(output, sent);
         }
         Ok(())
     }
@@ -106,18 +126,13 @@ impl<S> Connection<S> {
     /// Sends queued output until it is gone or the socket is full. The queue's memory
     /// is released once empty: an idle connection owns no buffer.
     pub(crate) fn flush(&mut self) -> io::Result<()> {
-        while self.unsent() > 0 {
-            match sys::send(self.fd.as_raw_fd(), &self.pending_output[self.output_sent..]) {
-                Ok(n) => {
-                    self.output_sent += n;
-                    self.output_progressed = true;
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                Err(e) => return Err(e),
-            }
+        let Some(queue) = self.queue.as_mut().filter(|_| !self.connecting) else { return Ok(()) };
+        if queue.flush(self.fd.as_raw_fd())? > 0 {
+            self.output_progressed = true;
         }
-        self.pending_output = Vec::new();
-        self.output_sent = 0;
+        if queue.len() == 0 {
+            self.queue = None;
+        }
         Ok(())
     }
 
@@ -131,5 +146,41 @@ impl<S> Connection<S> {
         } else {
             self.pending_input.drain(..consumed);
         }
+    }
+
+    /// Sets the deadline for the state the connection is now in: `busy` is the
+    /// protocol's word (see `Protocol::is_busy`), `timer_set` whether the protocol
+    /// has a timer of its own. A request's deadline runs from its first byte until
+    /// the protocol consumes some of it (a head, or part of a body): bytes that
+    /// trickle in without completing anything do not extend it. The send deadline
+    /// runs from the peer's latest progress, the idle deadline from the latest
+    /// activity.
+    pub(crate) fn rearm(&mut self, now: u32, config: &Config, busy: bool, timer_set: bool) {
+        let (timeout, seconds) = match self.phase {
+            Phase::Lingering => (Timeout::Linger, LINGER_SECS),
+            _ if self.unsent() > 0 => (Timeout::Send, config.send_timeout),
+            _ if !self.pending_input.is_empty() => (Timeout::Request, config.request_timeout),
+            _ if timer_set => (Timeout::None, 0),
+            _ if busy => (Timeout::Request, config.request_timeout),
+            _ => (Timeout::Idle, config.idle_timeout),
+        };
+        let keep = match timeout {
+            Timeout::Request => self.timeout == timeout && !std::mem::take(&mut self.input_progressed),
+            Timeout::Linger => self.timeout == timeout,
+            Timeout::Send => self.timeout == timeout && !std::mem::take(&mut self.output_progressed),
+            Timeout::Idle | Timeout::None => false,
+        };
+        if keep {
+            return;
+        }
+        if self.timeout != timeout {
+            // Progress made under the previous timeout does not extend this one.
+            self.input_progressed = false;
+            self.output_progressed = false;
+        }
+        self.timeout = timeout;
+        // +1: the clock counts whole seconds, so a deadline `seconds` ahead could
+        // otherwise come up to a second early.
+        self.deadline = if seconds == 0 { 0 } else { now.saturating_add(seconds).saturating_add(1) };
     }
 }

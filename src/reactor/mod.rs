@@ -7,18 +7,31 @@
 //! gets a bounded amount of reading per wake-up; if it has more, it is queued and
 //! served again after the rest of the batch, so one pipelining client cannot starve
 //! the others.
+//!
+//! A [`Protocol`] is called for every connection event: [`on_open`](Protocol::on_open)
+//! when it opens (accepted or connected), [`on_data`](Protocol::on_data) when input
+//! arrives or a paused protocol may go on, [`on_timer`](Protocol::on_timer) when its
+//! timer fires, [`on_wake`](Protocol::on_wake) when its owner wakes it. Each call
+//! writes to an [`Io`], whose output the loop sends when the call returns.
 
 mod accept;
 mod client;
 mod clock;
 mod config;
 mod connection;
-mod io;
+mod context;
+mod drive;
+mod harness;
+mod output;
 mod protocol;
 mod slab;
+mod timers;
 
 pub use config::Config;
-pub use protocol::{Closed, ConnId, Counts, Protocol, Verdict};
+pub use context::Io;
+pub use harness::Harness;
+pub use output::Output;
+pub use protocol::{Closed, ConnId, Flow, Protocol, Then, Verdict};
 
 use std::fs::File;
 use std::io as stdio;
@@ -29,20 +42,15 @@ use std::time::{Duration, SystemTime};
 use crate::sys::{self, Epoll, Event};
 use clock::Clock;
 use connection::{Connection, Phase};
-use io::{discard_input, read_and_answer, Next};
+use drive::{Callback, Next};
 use slab::{Slab, Token, MAX_INDEX};
+use timers::Timers;
 
 const LISTENER: u64 = MAX_INDEX as u64 + 1;
 const CONTROL: u64 = MAX_INDEX as u64 + 2;
 
 /// Bytes read per `recv`: the loop's one read buffer, shared by all connections.
 const READ_BUFFER: usize = 64 * 1024;
-/// Reads one connection may do per wake-up before the others get their turn.
-const READS_PER_WAKE: usize = 16;
-/// Unsent output above which a connection's input is not read further, so a client
-/// that pipelines without reading cannot grow the worker's memory; and the output
-/// after which a protocol may stop answering in one call (see [`Protocol::on_data`]).
-pub const OUTPUT_BUDGET: usize = 256 * 1024;
 /// Events taken from the kernel per `epoll_wait`.
 const EVENTS_PER_WAIT: usize = 1024;
 
@@ -72,23 +80,26 @@ pub struct Stats {
 ///
 /// ```
 /// use std::io::{Read, Write};
-/// use percore::reactor::{Config, Protocol, Reactor, Verdict};
+/// use std::time::Duration;
+/// use percore::listen::{self, ListenOptions};
+/// use percore::reactor::{Config, Io, Protocol, Reactor, Verdict};
 ///
 /// struct Echo;
 /// impl Protocol for Echo {
 ///     type Conn = ();
-///     fn on_data(&mut self, _: &mut (), input: &[u8], out: &mut Vec<u8>) -> Verdict {
-///         out.extend_from_slice(input);
+///     fn on_data(&mut self, _: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+///         io.write(input);
 ///         Verdict::keep(input.len())
 ///     }
 /// }
 ///
-/// let listener = percore::listen::bind(([127, 0, 0, 1], 0).into(), 128, true)?;
+/// let listener = listen::bind(([127, 0, 0, 1], 0).into(), &ListenOptions::default())?;
 /// let addr = listener.local_addr()?;
 /// let mut reactor = Reactor::new(listener, Echo, Config::default())?;
 /// std::thread::spawn(move || reactor.run());
 ///
 /// let mut client = std::net::TcpStream::connect(addr)?;
+/// client.set_read_timeout(Some(Duration::from_secs(10)))?;
 /// client.write_all(b"ping")?;
 /// let mut echoed = [0; 4];
 /// client.read_exact(&mut echoed)?;
@@ -104,19 +115,28 @@ pub struct Reactor<P: Protocol> {
     /// staying queued with no new edge to wake us.
     reserve_fd: Option<File>,
     connections: Slab<Connection<P::Conn>>,
-    protocol: P,
-    read_buffer: Box<[u8]>,
-    output: Vec<u8>,
+    core: Core<P>,
     events: Vec<Event>,
     again: Vec<Token>,
-    clock: Clock,
     /// Set by [`Reactor::drain`]: the second of the loop's clock at which the
     /// connections still open are closed.
     drain_deadline: Option<u32>,
     stats: Stats,
-    config: Config,
     /// When to look at the listener's queue without a new edge.
     accept: Accept,
+}
+
+/// What the work on one connection needs besides the connection itself, apart from
+/// the slab, so that the two can be borrowed together.
+#[derive(Debug)]
+struct Core<P> {
+    protocol: P,
+    read_buffer: Box<[u8]>,
+    /// What a callback writes, before it is sent: the loop's one output buffer.
+    output: Output,
+    timers: Timers,
+    clock: Clock,
+    config: Config,
 }
 
 /// When the loop looks at the listener's queue again.
@@ -146,20 +166,24 @@ impl<P: Protocol> Reactor<P> {
     /// Creates a loop with no listener, for connections opened with
     /// [`connect`](Reactor::connect): the client side.
     pub fn client(protocol: P, config: Config) -> stdio::Result<Reactor<P>> {
+        let clock = Clock::new();
         Ok(Reactor {
             epoll: Epoll::new()?,
             listener: None,
             reserve_fd: None,
             connections: Slab::new(),
-            protocol,
-            read_buffer: vec![0; READ_BUFFER].into_boxed_slice(),
-            output: Vec::with_capacity(READ_BUFFER),
+            core: Core {
+                protocol,
+                read_buffer: vec![0; READ_BUFFER].into_boxed_slice(),
+                output: Output::new(),
+                timers: Timers::new(clock.start()),
+                clock,
+                config,
+            },
             events: Vec::with_capacity(EVENTS_PER_WAIT),
             again: Vec::new(),
-            clock: Clock::new(),
             drain_deadline: None,
             stats: Stats::default(),
-            config,
             accept: Accept::OnEdge,
         })
     }
@@ -182,9 +206,9 @@ impl<P: Protocol> Reactor<P> {
         if let Some(listener) = &self.listener {
             let _ = self.epoll.delete(listener.as_raw_fd());
         }
-        self.protocol.on_drain();
+        self.core.protocol.on_drain();
         let seconds = u32::try_from(timeout.as_secs()).unwrap_or(u32::MAX).max(1);
-        self.drain_deadline = Some(self.clock.now().saturating_add(seconds));
+        self.drain_deadline = Some(self.core.clock.now().saturating_add(seconds));
         self.close_where(Self::is_idle, Closed::Done);
     }
 
@@ -200,37 +224,39 @@ impl<P: Protocol> Reactor<P> {
 
     /// The protocol being served.
     pub fn protocol(&self) -> &P {
-        &self.protocol
+        &self.core.protocol
     }
 
     /// The protocol being served, to change its state between turns of the loop.
     pub fn protocol_mut(&mut self) -> &mut P {
-        &mut self.protocol
+        &mut self.core.protocol
     }
 
     /// Runs the loop until the watched descriptor is readable or a drain finished;
     /// without either it runs until epoll itself fails.
     pub fn run(&mut self) -> stdio::Result<Wake> {
-        self.protocol.on_tick(SystemTime::now());
+        self.core.protocol.on_tick(SystemTime::now());
         loop {
-            if let Some(wake) = self.turn(Duration::MAX)? {
+            if let Some(wake) = self.turn(None)? {
                 return Ok(wake);
             }
         }
     }
 
-    /// One turn of the loop: waits at most `max_wait` for events (less at the turn
-    /// of a second, for the tick), and does the work they bring. For a caller that
-    /// drives the loop itself, such as a client sending on a schedule.
-    pub fn turn(&mut self, max_wait: Duration) -> stdio::Result<Option<Wake>> {
-        let max_ms = max_wait.as_millis().min(i32::MAX as u128) as i32;
-        let busy = !self.again.is_empty() || self.accept == Accept::Now;
-        let timeout = if busy { 0 } else { self.clock.ms_to_next_second().min(max_ms) };
+    /// One turn of the loop: waits at most `max_wait` (`None`: as long as nothing
+    /// is due) for events, and does the work they bring, then the timers that are
+    /// due. For a caller that drives the loop itself, such as a load generator that
+    /// looks at its clock between turns.
+    pub fn turn(&mut self, max_wait: Option<Duration>) -> stdio::Result<Option<Wake>> {
         let mut events = std::mem::take(&mut self.events);
-        let waited = self.epoll.wait(&mut events, timeout);
+        let waited = self.epoll.wait(&mut events, self.timeout(max_wait));
         if let Err(e) = waited {
             self.events = events;
             return Err(e);
+        }
+        let tick = self.core.clock.advance();
+        if let Some(now) = tick {
+            self.core.protocol.on_tick(now);
         }
         let mut control = false;
         for event in &events {
@@ -241,20 +267,9 @@ impl<P: Protocol> Reactor<P> {
             }
         }
         self.events = events;
-        let mut batch = std::mem::take(&mut self.again);
-        for token in batch.drain(..) {
-            if let Some(conn) = self.connections.get_mut(token) {
-                conn.queued = false;
-            }
-            self.drive(token, true);
-        }
-        if self.again.is_empty() {
-            // Keeps the capacity: no allocation per busy turn.
-            self.again = batch;
-        }
-        let tick = self.clock.advance();
-        if let Some(now) = tick {
-            self.protocol.on_tick(now);
+        self.serve_again();
+        self.fire_timers();
+        if tick.is_some() {
             self.close_expired();
         }
         if self.drain_deadline.is_some() && self.connections.len() == 0 {
@@ -266,7 +281,7 @@ impl<P: Protocol> Reactor<P> {
         let retry = match self.accept {
             Accept::OnEdge => false,
             Accept::Now => true,
-            Accept::AtLimit => self.connections.len() < self.config.max_connections,
+            Accept::AtLimit => self.connections.len() < self.core.config.max_connections,
             Accept::NextTick => tick.is_some(),
         };
         if retry && !self.is_draining() {
@@ -276,39 +291,74 @@ impl<P: Protocol> Reactor<P> {
         Ok(control.then_some(Wake::Control))
     }
 
+    /// How long the next wait may last: not at all when work is queued, else until
+    /// the first timer, the turn of the second (for the tick) or `max_wait`.
+    fn timeout(&self, max_wait: Option<Duration>) -> Option<Duration> {
+        if !self.again.is_empty() || self.accept == Accept::Now {
+            return Some(Duration::ZERO);
+        }
+        let now = self.core.clock.instant();
+        let timer = self.core.timers.next().map(|at| at.saturating_duration_since(now));
+        let second = Some(self.core.clock.to_next_second());
+        [timer, second, max_wait].into_iter().flatten().min()
+    }
+
     fn on_connection_event(&mut self, token: Token, event: &Event) {
         // A connection closed earlier in this batch has a retired token: skip it.
         let Some(conn) = self.connections.get_mut(token) else { return };
+        conn.connecting = false;
         if event.is_read_closed() {
             conn.read_closed = true;
         }
         self.drive(token, event.is_readable() || event.is_read_closed());
     }
 
+    /// Serves the connections whose reading budget ran out last turn.
+    fn serve_again(&mut self) {
+        let mut batch = std::mem::take(&mut self.again);
+        for token in batch.drain(..) {
+            if let Some(conn) = self.connections.get_mut(token) {
+                conn.queued = false;
+            }
+            self.drive(token, true);
+        }
+        if self.again.is_empty() {
+            // Keeps the capacity: no allocation per busy turn.
+            self.again = batch;
+        }
+    }
+
+    /// Calls `on_timer` for every connection whose timer is due.
+    fn fire_timers(&mut self) {
+        let now = self.core.clock.instant();
+        while let Some(token) = self.core.timers.pop_due(now) {
+            self.call(token, Callback::Timer);
+        }
+    }
+
+    /// Calls the protocol back on connection `token` and carries out what it says.
+    fn call(&mut self, token: Token, callback: Callback) {
+        let Some(conn) = self.connections.get_mut(token) else { return };
+        match self.core.callback(conn, token, callback) {
+            // Sends what earlier output left queued, resumes a paused protocol whose
+            // output is sent, and settles the timeouts.
+            Next::Wait => self.drive(token, false),
+            next => self.finish(token, next),
+        }
+    }
+
     /// Moves a connection forward: flushes its output, then reads and answers.
     fn drive(&mut self, token: Token, readable: bool) {
         let Some(conn) = self.connections.get_mut(token) else { return };
-        if conn.unsent() > 0 {
-            if let Err(e) = conn.flush() {
-                return self.finish(token, Next::Close(Closed::WriteFailed(e.kind())));
-            }
+        if let Err(e) = conn.flush() {
+            return self.finish(token, Next::Close(Closed::WriteFailed(e.kind())));
         }
         let next = match conn.phase {
             Phase::Closing { .. } => Next::Settle,
-            Phase::Lingering if readable => discard_input(conn, &mut self.read_buffer),
+            Phase::Lingering if readable => drive::discard_input(conn, &mut self.core.read_buffer),
             Phase::Lingering => Next::Wait,
-            Phase::Open => {
-                // Reading paused for output, or requests left unanswered at the
-                // protocol's output budget: no new edge will come for either.
-                let resume = (conn.read_paused || conn.answer_more) && conn.unsent() <= OUTPUT_BUDGET;
-                if readable || resume {
-                    conn.read_paused = false;
-                    let limit = self.config.max_pending_input;
-                    read_and_answer(conn, &mut self.protocol, &mut self.read_buffer, &mut self.output, limit)
-                } else {
-                    Next::Wait
-                }
-            }
+            Phase::Open if readable || self.core.may_resume(conn) => self.core.read_and_answer(conn, token),
+            Phase::Open => Next::Wait,
         };
         self.finish(token, next);
     }
@@ -333,31 +383,35 @@ impl<P: Protocol> Reactor<P> {
 
     fn rearm(&mut self, token: Token) {
         if let Some(conn) = self.connections.get_mut(token) {
-            let mid_request = P::mid_request(&conn.state);
-            conn.rearm(self.clock.now(), &self.config, mid_request);
+            let busy = P::is_busy(&conn.state);
+            let timer_set = self.core.timers.deadline(token).is_some();
+            conn.rearm(self.core.clock.now(), &self.core.config, busy, timer_set);
         }
     }
 
     fn close_if_idle(&mut self, token: Token) {
         if self.connections.get_mut(token).is_some_and(|conn| Self::is_idle(conn)) {
             self.close(token, Closed::Done);
+        } else {
+            self.rearm(token);
         }
     }
 
-    /// Safe to close at any time: no request partly received (nor a body still
-    /// arriving) and nothing to send.
+    /// Safe to close at any time: no message partly received (nor one the protocol
+    /// is busy with) and nothing to send.
     fn is_idle(conn: &Connection<P::Conn>) -> bool {
-        conn.is_idle() && !P::mid_request(&conn.state)
+        conn.is_idle() && !P::is_busy(&conn.state)
     }
 
-    /// The one way a connection leaves the loop: the protocol hears of it, and the
-    /// socket is closed when the connection drops.
+    /// The one way a connection leaves the loop: its timer is cancelled, the
+    /// protocol hears of it, and the socket is closed when the connection drops.
     fn close(&mut self, token: Token, closed: Closed) {
         let Some(mut conn) = self.connections.remove(token) else { return };
+        self.core.timers.cancel(token);
         if matches!(closed, Closed::ReadFailed(_) | Closed::WriteFailed(_)) {
             self.stats.errors += 1;
         }
-        self.protocol.on_close(&mut conn.state, closed, &conn.pending_input);
+        self.core.protocol.on_close(&mut conn.state, closed, &conn.pending_input);
     }
 
     fn close_where(&mut self, matches: impl FnMut(&Connection<P::Conn>) -> bool, closed: Closed) {
@@ -381,7 +435,7 @@ impl<P: Protocol> Reactor<P> {
             // before it, our end of stream tells the peer to finish.
             if conn.read_closed || sys::shutdown_write(conn.fd.as_raw_fd()).is_ok() {
                 conn.phase = Phase::Lingering;
-                let next = discard_input(conn, &mut self.read_buffer);
+                let next = drive::discard_input(conn, &mut self.core.read_buffer);
                 return self.finish(token, next);
             }
         }
@@ -390,7 +444,7 @@ impl<P: Protocol> Reactor<P> {
     }
 
     fn close_expired(&mut self) {
-        let now = self.clock.now();
+        let now = self.core.clock.now();
         if self.drain_deadline.is_some_and(|deadline| deadline <= now) {
             return self.close_where(|_| true, Closed::TimedOut);
         }

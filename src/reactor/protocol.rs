@@ -1,42 +1,88 @@
-//! The contract between the loop and what it serves: bytes in, bytes out, a verdict.
+//! The contract between the loop and what it serves: callbacks with bytes in and
+//! output out through an [`Io`], and what to do next.
 
 use std::io;
 use std::time::SystemTime;
 
-/// What the loop should do after [`Protocol::on_data`].
+use super::context::Io;
+use super::slab::Token;
+
+/// What the loop does after [`Protocol::on_data`]: how much input was used, and
+/// what comes next.
 ///
 /// ```
-/// use percore::reactor::Verdict;
+/// use percore::reactor::{Then, Verdict};
 /// // Used 10 bytes; the rest waits for more input, on an open connection.
-/// assert_eq!(Verdict::keep(10), Verdict { consumed: 10, keep_open: true });
-/// assert!(!Verdict::close(10).keep_open);
+/// assert_eq!(Verdict::keep(10), Verdict { consumed: 10, then: Then::Read });
+/// assert_eq!(Verdict::close(10).then, Then::Close);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Verdict {
     /// Bytes of the input that were used up; the rest is handed in again, with
     /// whatever arrives next, on the next call.
     pub consumed: usize,
-    /// Whether the connection stays open once the output is sent.
-    pub keep_open: bool,
+    /// What the loop does next.
+    pub then: Then,
+}
+
+/// What the loop does with a connection after [`Protocol::on_data`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Then {
+    /// Reads more input.
+    Read,
+    /// Calls `on_data` again with the unconsumed input, without reading, once all
+    /// the output is sent. For a protocol that answers part of what it was given
+    /// (its output is [full](Io::is_full)), or that waits for a timer before it
+    /// answers more: with nothing written, the call waits for the output a later
+    /// [`on_timer`](Protocol::on_timer) or [`on_wake`](Protocol::on_wake) writes, and
+    /// for that to be sent.
+    Pause,
+    /// Closes the connection once the output is sent; input after `consumed` is
+    /// never handed to the protocol.
+    Close,
 }
 
 impl Verdict {
-    /// `consumed` bytes used, the connection stays open.
+    /// `consumed` bytes used; read more.
     pub fn keep(consumed: usize) -> Verdict {
-        Verdict { consumed, keep_open: true }
+        Verdict { consumed, then: Then::Read }
+    }
+
+    /// `consumed` bytes used; call again with the rest once the output is sent.
+    pub fn pause(consumed: usize) -> Verdict {
+        Verdict { consumed, then: Then::Pause }
     }
 
     /// `consumed` bytes used; close the connection once the output is sent.
-    /// Input after them is never handed to the protocol.
     pub fn close(consumed: usize) -> Verdict {
-        Verdict { consumed, keep_open: false }
+        Verdict { consumed, then: Then::Close }
     }
+}
+
+/// What the loop does after [`Protocol::on_open`], [`on_timer`](Protocol::on_timer)
+/// or [`on_wake`](Protocol::on_wake).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    /// Goes on: sends the output, and reads as before.
+    Continue,
+    /// Closes the connection once the output is sent.
+    Close,
 }
 
 /// Names one connection of a loop, for [`Reactor::wake`](super::Reactor::wake); a
 /// closed connection's id never names a later one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ConnId(pub(crate) u64);
+pub struct ConnId(u64);
+
+impl ConnId {
+    pub(crate) fn of(token: Token) -> ConnId {
+        ConnId(token.0)
+    }
+
+    pub(crate) fn token(self) -> Token {
+        Token(self.0)
+    }
+}
 
 /// How a connection ended, as told to [`Protocol::on_close`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,37 +99,52 @@ pub enum Closed {
     WriteFailed(io::ErrorKind),
 }
 
-/// A protocol served by the loop. It does no I/O: the loop reads, calls
-/// [`on_data`](Protocol::on_data) with every byte not yet consumed, and sends what it
-/// appended to `out` in one `send`, after the output of earlier calls.
+/// A protocol served by the loop. It does no I/O: the loop accepts or connects,
+/// reads, calls the protocol, and sends what it wrote to its [`Io`].
 ///
 /// One value serves every connection of a loop; state that belongs to one
 /// connection lives in [`Protocol::Conn`], which the loop keeps beside the socket.
+/// Every callback that may write gets an [`Io`] for its connection: its id, the
+/// loop's time, its output, and its timer.
 pub trait Protocol {
-    /// Per-connection state, created with `Default` when a connection is accepted.
+    /// Per-connection state, created with `Default` when a connection opens.
     /// Keep it small: an idle connection costs its slab slot and nothing else.
     type Conn: Default;
 
-    /// Handles `input`: every byte received and not yet consumed, oldest first.
-    /// Appends the response bytes to `out` and says how much input it used. To bound
-    /// its memory a protocol may stop once `out` holds [`OUTPUT_BUDGET`](super::OUTPUT_BUDGET)
-    /// bytes, leaving input: the loop calls it again, once the peer has taken the
-    /// output, before it reads more.
-    fn on_data(&mut self, conn: &mut Self::Conn, input: &[u8], out: &mut Vec<u8>) -> Verdict;
+    /// A connection opened: accepted, or made with
+    /// [`Reactor::connect`](super::Reactor::connect). What it writes is sent first,
+    /// before any input is read (a server's greeting, a client's first request).
+    fn on_open(&mut self, _conn: &mut Self::Conn, _io: &mut Io<'_>) -> Flow {
+        Flow::Continue
+    }
 
-    /// A connection the loop opened with [`Reactor::connect`](super::Reactor::connect):
-    /// what is appended to `out` is sent once the connection is established. Servers
-    /// never see this.
-    fn on_open(&mut self, _id: ConnId, _conn: &mut Self::Conn, _out: &mut Vec<u8>) {}
+    /// Handles `input`: every byte received and not yet consumed, oldest first.
+    /// Writes its answer to `io` and says how much input it used and what comes next.
+    /// To bound its memory a protocol stops once [`Io::is_full`] and returns
+    /// [`Verdict::pause`]: the loop calls it again with the rest once the peer has
+    /// taken the output.
+    fn on_data(&mut self, conn: &mut Self::Conn, input: &[u8], io: &mut Io<'_>) -> Verdict;
+
+    /// The connection's timer ([`Io::set_timer`]) fired.
+    fn on_timer(&mut self, _conn: &mut Self::Conn, _io: &mut Io<'_>) -> Flow {
+        Flow::Continue
+    }
+
+    /// The connection was woken by [`Reactor::wake`](super::Reactor::wake).
+    fn on_wake(&mut self, _conn: &mut Self::Conn, _io: &mut Io<'_>) -> Flow {
+        Flow::Continue
+    }
 
     /// A connection is gone. `unconsumed` is the input the protocol left unconsumed
-    /// (after [`Closed::ByPeer`], a response delimited by the end of the stream).
+    /// (after [`Closed::ByPeer`], a message delimited by the end of the stream).
     fn on_close(&mut self, _conn: &mut Self::Conn, _closed: Closed, _unconsumed: &[u8]) {}
 
-    /// Whether `conn` is in the middle of a request although no input is pending
-    /// (HTTP: skipping a body). The loop then holds it to the request timeout, not
-    /// the idle one, and, if the protocol closes it now, lingers before closing.
-    fn mid_request(_conn: &Self::Conn) -> bool {
+    /// Whether `conn` is in the middle of an exchange although no input is pending
+    /// and no output unsent (HTTP: a request body still arriving, an answer waiting
+    /// for its timer). The loop then holds it to the request timeout rather than the
+    /// idle one, does not close it in a graceful stop, and, if the protocol closes
+    /// it, reads what the peer still sends before closing.
+    fn is_busy(_conn: &Self::Conn) -> bool {
         false
     }
 
@@ -93,18 +154,4 @@ pub trait Protocol {
     /// Called once when the loop starts a graceful stop: answer what was received,
     /// asking clients to close (HTTP: `Connection: close`).
     fn on_drain(&mut self) {}
-
-    /// What the protocol counted, for the worker's exit summary.
-    fn counts(&self) -> Counts {
-        Counts::default()
-    }
-}
-
-/// Requests a protocol answered and refused, as it counts them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Counts {
-    /// Requests answered (including refusals).
-    pub requests: u64,
-    /// Requests refused as malformed or over a limit.
-    pub errors: u64,
 }

@@ -3,14 +3,14 @@
 
 /// Names one value of a [`Slab`]: the slot index in the low 32 bits, the slot's
 /// generation at insertion in the high 32. It is what epoll hands back with an event.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Token(pub(crate) u64);
 
 impl Token {
-    fn new(index: u32, generation: u32) -> Token {
+    pub(crate) fn new(index: u32, generation: u32) -> Token {
         Token(u64::from(generation) << 32 | u64::from(index))
     }
-    fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         (self.0 & u64::from(u32::MAX)) as usize
     }
     fn generation(self) -> u32 {

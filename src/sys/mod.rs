@@ -4,8 +4,10 @@
 //! which turns the C convention (`-1` and `errno`) into `io::Result`, and each file
 //! descriptor is an [`OwnedFd`], closed exactly once by its `Drop`.
 
-use std::io;
+use std::io::{self, IoSlice};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 /// Calls a libc function and maps a `-1` result to the thread's `errno`.
 macro_rules! syscall {
@@ -24,8 +26,8 @@ macro_rules! syscall {
 mod process;
 
 pub use process::{
-    fork, kill, raise_nofile_limit, reap_child, set_batch_scheduling, set_parent_death_signal, Exit, Forked,
-    SignalFd,
+    fork, kill, raise_nofile_limit, reap_child, set_batch_scheduling, set_parent_death_signal, thread_count,
+    Exit, Forked, SignalFd,
 };
 
 /// Readiness reported by [`Epoll::wait`]: the token given at registration and the
@@ -94,28 +96,73 @@ impl Epoll {
         Ok(())
     }
 
-    /// Waits up to `timeout_ms` (-1: forever) and fills `events` with what is ready.
-    /// An interrupted wait returns no events.
-    pub fn wait(&self, events: &mut Vec<Event>, timeout_ms: i32) -> io::Result<()> {
+    /// Waits at most `timeout` (`None`: for ever) and fills `events` with what is
+    /// ready. An interrupted wait returns no events.
+    ///
+    /// The wait has the kernel's timer precision, not whole milliseconds: a wait of
+    /// 300 µs is not rounded down to 0 (a busy poll). Linux before 5.11 has no
+    /// `epoll_pwait2`; there the wait is rounded up to the next millisecond.
+    pub fn wait(&self, events: &mut Vec<Event>, timeout: Option<Duration>) -> io::Result<()> {
         events.clear();
         let capacity = events.capacity().min(libc::c_int::MAX as usize) as libc::c_int;
-        // SAFETY: the kernel writes at most `capacity` entries into the Vec's spare
-        // capacity; `Event` is a transparent epoll_event.
-        let n = syscall!(epoll_wait(
-            self.fd.as_raw_fd(),
-            events.as_mut_ptr().cast::<libc::epoll_event>(),
-            capacity,
-            timeout_ms,
-        ));
+        let buffer = events.as_mut_ptr().cast::<libc::epoll_event>();
+        let n = if PWAIT2_MISSING.load(Ordering::Relaxed) {
+            self.wait_ms(buffer, capacity, timeout)
+        } else {
+            let spec = timeout.map(|t| libc::timespec {
+                tv_sec: t.as_secs().min(libc::time_t::MAX as u64) as libc::time_t,
+                tv_nsec: t.subsec_nanos() as libc::c_long,
+            });
+            let spec_ptr = spec.as_ref().map_or(std::ptr::null(), |s| s as *const libc::timespec);
+            // SAFETY: the kernel writes at most `capacity` entries into the Vec's spare
+            // capacity, and reads `spec` (or nothing, for NULL) during the call; no
+            // signal mask is passed.
+            let waited = syscall!(syscall(
+                libc::SYS_epoll_pwait2,
+                self.fd.as_raw_fd(),
+                buffer,
+                capacity,
+                spec_ptr,
+                std::ptr::null::<libc::sigset_t>(),
+                0usize,
+            ));
+            match waited {
+                Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
+                    PWAIT2_MISSING.store(true, Ordering::Relaxed);
+                    self.wait_ms(buffer, capacity, timeout)
+                }
+                other => other.map(|n| n as libc::c_int),
+            }
+        };
         match n {
-            // SAFETY: epoll_wait initialised exactly the first `n` entries.
+            // SAFETY: the kernel initialised exactly the first `n` entries.
             Ok(n) => unsafe { events.set_len(n as usize) },
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
         Ok(())
     }
+
+    /// `epoll_wait`, with the timeout rounded up to whole milliseconds.
+    fn wait_ms(
+        &self,
+        buffer: *mut libc::epoll_event,
+        capacity: libc::c_int,
+        timeout: Option<Duration>,
+    ) -> io::Result<libc::c_int> {
+        let ms = timeout.map_or(-1, |t| {
+            // Rounded up: a wait shorter than a millisecond must not become 0.
+            let ms = t.as_nanos().div_ceil(1_000_000);
+            ms.min(libc::c_int::MAX as u128) as libc::c_int
+        });
+        // SAFETY: the kernel writes at most `capacity` entries at `buffer`, the spare
+        // capacity of the caller's Vec.
+        syscall!(epoll_wait(self.fd.as_raw_fd(), buffer, capacity, ms))
+    }
 }
+
+/// Set once `epoll_pwait2` answered `ENOSYS` (Linux before 5.11).
+static PWAIT2_MISSING: AtomicBool = AtomicBool::new(false);
 
 /// Accepts one connection from a non-blocking listener, itself non-blocking and
 /// close-on-exec. `WouldBlock` means the queue is drained.
@@ -190,6 +237,19 @@ pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
 pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
     // SAFETY: the kernel reads at most `buf.len()` bytes from `buf`.
     let n = restarting(|| syscall!(send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL)))?;
+    Ok(n as usize)
+}
+
+/// Sends from `slices`, in order, in one call, without raising SIGPIPE on a closed
+/// peer; returns bytes sent. At most `IOV_MAX` (1024) slices are looked at.
+pub fn send_vectored(fd: RawFd, slices: &[IoSlice<'_>]) -> io::Result<usize> {
+    // SAFETY: an all-zero msghdr is valid (no address, no control data, no iovecs).
+    let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
+    // IoSlice is ABI-compatible with iovec on Unix; the kernel only reads them.
+    message.msg_iov = slices.as_ptr().cast_mut().cast::<libc::iovec>();
+    message.msg_iovlen = slices.len().min(1024) as _;
+    // SAFETY: `message` points at `slices`, which outlive the call.
+    let n = restarting(|| syscall!(sendmsg(fd, &message, libc::MSG_NOSIGNAL)))?;
     Ok(n as usize)
 }
 

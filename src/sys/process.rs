@@ -17,13 +17,34 @@ pub enum Forked {
     Parent(libc::pid_t),
 }
 
-/// Forks the calling process. Only sound from a process with one thread, which the
-/// master is: it starts no thread before it forks its workers.
+/// Forks the calling process, which must run one thread: a fork copies the calling
+/// thread alone, so a lock another thread held (the allocator's) would stay locked
+/// in the child for ever. With more than one thread it refuses (`EAGAIN`, with a
+/// message saying why) and forks nothing.
 pub fn fork() -> io::Result<Forked> {
+    let threads = thread_count()?;
+    if threads != 1 {
+        let why = format!("cannot fork a process running {threads} threads");
+        return Err(io::Error::new(io::ErrorKind::WouldBlock, why));
+    }
+    // SAFETY: the process runs one thread (checked above, and only this thread could
+    // start another), so the child is a complete copy of it.
     match syscall!(fork())? {
         0 => Ok(Forked::Child),
         pid => Ok(Forked::Parent(pid)),
     }
+}
+
+/// How many threads this process runs (`num_threads` of /proc/self/stat).
+pub fn thread_count() -> io::Result<usize> {
+    let stat = std::fs::read_to_string("/proc/self/stat")?;
+    // The command name, in parentheses, may hold spaces: count fields after it.
+    let after_name = stat.rfind(')').map_or("", |at| &stat[at + 1..]);
+    after_name
+        .split_whitespace()
+        .nth(17)
+        .and_then(|field| field.parse().ok())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "no num_threads in /proc/self/stat"))
 }
 
 /// How a child ended.

@@ -3,7 +3,7 @@
 use std::net::TcpListener;
 use std::time::Duration;
 
-use super::Options;
+use super::{Event, Options, Pinning, Scheduling, WorkerError};
 use crate::reactor::{Protocol, Reactor, Wake};
 use crate::sys::{self, SignalFd};
 
@@ -25,17 +25,19 @@ impl Assignment<'_> {
 pub(crate) const FAULT_VARIABLE: &str = "PERCORE_FAULT";
 
 /// Runs the worker until it stops, on the signals `signals` reads (the master's
-/// signalfd, inherited: after a fork it reads the worker's own); returns its exit status.
+/// signalfd, inherited: after a fork it reads the worker's own); returns its exit
+/// status.
 pub(crate) fn run<P: Protocol>(
     job: &Assignment<'_>,
     listener: TcpListener,
     signals: SignalFd,
     make_protocol: impl FnOnce() -> std::io::Result<P>,
+    report: impl Fn(Event<'_, P>),
 ) -> i32 {
-    match serve(job, listener, signals, make_protocol) {
+    match serve(job, listener, signals, make_protocol, &report) {
         Ok(()) => 0,
-        Err(message) => {
-            say!("percore: worker {} (cpu {}): {message}", job.index, job.cpu());
+        Err(error) => {
+            report(Event::Failed { index: job.index, cpu: job.cpu(), error });
             1
         }
     }
@@ -46,41 +48,40 @@ fn serve<P: Protocol>(
     listener: TcpListener,
     signals: SignalFd,
     make_protocol: impl FnOnce() -> std::io::Result<P>,
-) -> Result<(), String> {
+    report: &impl Fn(Event<'_, P>),
+) -> Result<(), WorkerError> {
     // SIGTERM on the master's death: a worker never outlives it (even a SIGKILLed
     // one); the check after covers a master that died before the call.
-    sys::set_parent_death_signal(libc::SIGTERM).map_err(|e| format!("prctl: {e}"))?;
+    sys::set_parent_death_signal(libc::SIGTERM).map_err(WorkerError::DeathSignal)?;
     if std::os::unix::process::parent_id() != job.master_pid {
-        return Err("the master is gone".into());
+        return Err(WorkerError::MasterGone);
     }
-    if job.options.pin && !core_affinity::set_for_current(core_affinity::CoreId { id: job.cpu() }) {
-        return Err(format!("cannot pin to CPU {}", job.cpu()));
+    if job.options.pinning == Pinning::Pinned
+        && !core_affinity::set_for_current(core_affinity::CoreId { id: job.cpu() })
+    {
+        return Err(WorkerError::Pin(job.cpu()));
     }
-    if job.options.batch_scheduling {
-        sys::set_batch_scheduling().map_err(|e| format!("cannot set SCHED_BATCH: {e}"))?;
+    if job.options.scheduling == Scheduling::Batch {
+        sys::set_batch_scheduling().map_err(WorkerError::Scheduling)?;
     }
     if std::env::var_os(FAULT_VARIABLE).is_some_and(|v| v == "worker-start") {
-        return Err(format!("fault injected at start ({FAULT_VARIABLE}=worker-start)"));
+        return Err(WorkerError::Injected);
     }
-    let protocol = make_protocol().map_err(|e| e.to_string())?;
-    let mut reactor =
-        Reactor::new(listener, protocol, job.options.reactor).map_err(|e| format!("event loop: {e}"))?;
-    reactor.watch(signals.raw_fd()).map_err(|e| format!("event loop: {e}"))?;
-    while reactor.run().map_err(|e| format!("event loop: {e}"))? == Wake::Control {
+    let protocol = make_protocol().map_err(WorkerError::Protocol)?;
+    let mut reactor = Reactor::new(listener, protocol, job.options.reactor).map_err(WorkerError::Loop)?;
+    reactor.watch(signals.raw_fd()).map_err(WorkerError::Loop)?;
+    while reactor.run().map_err(WorkerError::Loop)? == Wake::Control {
         if !on_signals(&signals, &mut reactor, job.options.shutdown_timeout)? {
             break;
         }
     }
-    let (stats, counts) = (reactor.stats(), reactor.protocol().counts());
-    say!(
-        "worker {} pid {} cpu {} stopped: {} connections, {} requests, {} errors",
-        job.index,
-        std::process::id(),
-        job.cpu(),
-        stats.accepted,
-        counts.requests,
-        stats.errors + counts.errors
-    );
+    report(Event::Stopped {
+        index: job.index,
+        pid: std::process::id(),
+        cpu: job.cpu(),
+        stats: reactor.stats(),
+        protocol: reactor.protocol(),
+    });
     Ok(())
 }
 
@@ -90,8 +91,8 @@ fn on_signals<P: Protocol>(
     signals: &SignalFd,
     reactor: &mut Reactor<P>,
     timeout: Duration,
-) -> Result<bool, String> {
-    while let Some(signal) = signals.read().map_err(|e| format!("signalfd: {e}"))? {
+) -> Result<bool, WorkerError> {
+    while let Some(signal) = signals.read().map_err(WorkerError::Signals)? {
         match signal {
             libc::SIGINT if reactor.is_draining() => return Ok(false),
             libc::SIGINT | libc::SIGTERM => reactor.drain(timeout),

@@ -7,13 +7,13 @@ use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 use super::child::{self, Assignment};
-use super::{Options, Stopped};
+use super::{Event, Options, Stopped};
 use crate::reactor::Protocol;
 use crate::sys::{self, Epoll, Exit, Forked, SignalFd};
 
 /// A worker that dies this many times within [`CRASH_WINDOW`] makes the master give up.
-const CRASH_LIMIT: usize = 5;
-const CRASH_WINDOW: Duration = Duration::from_secs(10);
+pub(crate) const CRASH_LIMIT: usize = 5;
+pub(crate) const CRASH_WINDOW: Duration = Duration::from_secs(10);
 /// First restart delay, doubled for each recent death, up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
@@ -37,10 +37,12 @@ struct Slot {
     deaths: VecDeque<Instant>,
 }
 
-pub(crate) struct Master<'a, F> {
+pub(crate) struct Master<'a, F, R> {
     options: &'a Options,
     listeners: Vec<TcpListener>,
     make_protocol: F,
+    /// Where events go, in the master and, inherited, in its workers.
+    report: R,
     slots: Vec<Slot>,
     epoll: Epoll,
     signals: SignalFd,
@@ -51,11 +53,12 @@ pub(crate) struct Master<'a, F> {
     pid: u32,
 }
 
-impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>> Master<'a, F> {
+impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>, R: Fn(Event<'_, P>)> Master<'a, F, R> {
     pub(crate) fn new(
         options: &'a Options,
         listeners: Vec<TcpListener>,
         make_protocol: F,
+        report: R,
     ) -> std::io::Result<Self> {
         // Blocked before the first fork, so that workers inherit the mask too.
         let signals = SignalFd::new()?;
@@ -66,6 +69,7 @@ impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>> Master<'a, F> {
             options,
             listeners,
             make_protocol,
+            report,
             slots,
             epoll,
             signals,
@@ -85,7 +89,7 @@ impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>> Master<'a, F> {
         }
         let mut events = Vec::with_capacity(4);
         while self.kill_at.is_none() || self.slots.iter().any(|slot| slot.pid.is_some()) {
-            self.epoll.wait(&mut events, self.timeout_ms())?;
+            self.epoll.wait(&mut events, self.timeout())?;
             while let Some(signal) = self.signals.read()? {
                 match signal {
                     libc::SIGCHLD => self.reap()?,
@@ -112,7 +116,7 @@ impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>> Master<'a, F> {
             Forked::Child => Ok(Role::Worker(index)),
             Forked::Parent(pid) => {
                 slot.pid = Some(pid);
-                say!("worker {index} pid {pid} cpu {cpu}");
+                (self.report)(Event::Started { index, pid, cpu });
                 Ok(Role::Master)
             }
         }
@@ -125,7 +129,7 @@ impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>> Master<'a, F> {
         let listener = self.listeners.swap_remove(index);
         drop((self.listeners, self.epoll));
         // After a fork a signalfd reads the signals of the process that reads it.
-        std::process::exit(child::run(&job, listener, self.signals, self.make_protocol))
+        std::process::exit(child::run(&job, listener, self.signals, self.make_protocol, self.report))
     }
 
     fn reap(&mut self) -> std::io::Result<()> {
@@ -135,9 +139,8 @@ impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>> Master<'a, F> {
             if self.kill_at.is_none() {
                 self.on_crash(index, exit);
             } else if exit != Exit::Code(0) && self.outcome == Stopped::Gracefully {
-                let why = format!("worker {index} {exit} while stopping");
-                say!("percore: {why}");
-                self.outcome = Stopped::Unclean(why);
+                self.outcome = Stopped::Unclean { index, exit };
+                (self.report)(Event::Stopping(&self.outcome));
             }
         }
         Ok(())
@@ -150,17 +153,13 @@ impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>> Master<'a, F> {
         slot.deaths.retain(|&at| now.duration_since(at) < CRASH_WINDOW);
         slot.deaths.push_back(now);
         if slot.deaths.len() >= CRASH_LIMIT {
-            let why = format!(
-                "worker {index} (cpu {cpu}) died {CRASH_LIMIT} times within {} s, last it {exit}; giving up",
-                CRASH_WINDOW.as_secs()
-            );
-            say!("percore: {why}");
-            self.outcome = Stopped::GaveUp(why);
+            self.outcome = Stopped::GaveUp { index, cpu, last: exit };
+            (self.report)(Event::Stopping(&self.outcome));
             return self.stop(libc::SIGTERM);
         }
         let backoff = FIRST_BACKOFF.saturating_mul(1 << (slot.deaths.len() - 1)).min(MAX_BACKOFF);
-        say!("worker {index} cpu {cpu} {exit}; restarting in {} ms", backoff.as_millis());
         slot.restart_at = Some(now + backoff);
+        (self.report)(Event::Died { index, cpu, exit, restart_in: backoff });
     }
 
     /// Restarts the workers whose back-off is over. A fork that fails is tried again
@@ -172,12 +171,9 @@ impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>> Master<'a, F> {
                 match self.start(index) {
                     Ok(Role::Master) => {}
                     Ok(role @ Role::Worker(_)) => return role,
-                    Err(e) => {
-                        say!(
-                            "percore: cannot restart worker {index}: {e}; trying again in {} ms",
-                            MAX_BACKOFF.as_millis()
-                        );
+                    Err(error) => {
                         self.slots[index].restart_at = Some(now + MAX_BACKOFF);
+                        (self.report)(Event::RestartFailed { index, error, retry_in: MAX_BACKOFF });
                     }
                 }
             }
@@ -208,14 +204,11 @@ impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>> Master<'a, F> {
         }
     }
 
-    /// Milliseconds until the next restart or kill is due; -1 when none is.
-    fn timeout_ms(&self) -> i32 {
+    /// How long until the next restart or kill is due; `None` when none is.
+    fn timeout(&self) -> Option<Duration> {
         let restarts = self.slots.iter().filter_map(|slot| slot.restart_at);
         let next = restarts.chain(self.kill_at).min();
-        next.map_or(-1, |at| {
-            let millis = at.saturating_duration_since(Instant::now()).as_millis();
-            i32::try_from(millis).unwrap_or(i32::MAX - 1) + 1
-        })
+        next.map(|at| at.saturating_duration_since(Instant::now()))
     }
 }
 

@@ -1,30 +1,27 @@
 //! Processes, not threads: a master binds one `SO_REUSEPORT` listener per worker,
 //! forks one worker process per CPU, each pinned to its CPU and running one loop, and
 //! supervises them. Any [`Protocol`] can be served this way.
+//!
+//! The library prints nothing: what happens is reported to the caller's closure as
+//! an [`Event`], in the master or (for its own end) in a worker, and [`run`] returns
+//! how the workers stopped or a typed [`Error`].
 
-/// Writes one line to stderr in a single `write`: the master and its workers share
-/// the descriptor, and `eprintln!` writes a line in pieces that can interleave.
-macro_rules! say {
-    ($($arg:tt)*) => {{
-        use std::io::Write;
-        let line = format!("{}\n", format_args!($($arg)*));
-        let _ = std::io::stderr().write_all(line.as_bytes());
-    }};
-}
-
-mod args;
 mod child;
 mod cpus;
+mod error;
 mod master;
 
-pub use args::{main, plan_or_exit, CpuList, Sched, ServerArgs};
 pub use cpus::{allowed_cpus, parse_cpu_list, plan};
+pub use error::{Error, WorkerError};
 
+use std::io;
 use std::net::{SocketAddr, TcpListener};
 use std::time::Duration;
 
-use crate::reactor::{Config, Protocol};
-use crate::{listen, sys};
+use crate::listen::{self, ListenOptions};
+use crate::reactor::{Config, Protocol, Stats};
+use crate::sys;
+pub use crate::sys::Exit;
 
 /// How to run the workers.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,18 +30,37 @@ pub struct Options {
     pub addr: SocketAddr,
     /// The CPU of each worker, one entry per worker (see [`plan`]).
     pub cpus: Vec<usize>,
-    /// Pin each worker to its CPU.
-    pub pin: bool,
-    /// Run workers under `SCHED_BATCH` (see [`ServerArgs::sched`]).
-    pub batch_scheduling: bool,
-    /// Accept queue length of each listener, capped at `net.core.somaxconn`.
-    pub backlog: u32,
+    /// Whether each worker is pinned to its CPU.
+    pub pinning: Pinning,
+    /// The workers' scheduling policy.
+    pub scheduling: Scheduling,
+    /// Each listener's options; its backlog is capped at `net.core.somaxconn`.
+    pub listen: ListenOptions,
     /// How long a graceful stop waits for open connections.
     pub shutdown_timeout: Duration,
-    /// The client sends first (HTTP, echo): see [`listen::bind`].
-    pub client_speaks_first: bool,
     /// Limits of each worker's loop.
     pub reactor: Config,
+}
+
+/// Whether a worker runs on its CPU alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pinning {
+    /// Each worker is pinned to its CPU (`sched_setaffinity`).
+    Pinned,
+    /// Workers run where the scheduler puts them, within the inherited mask.
+    Unpinned,
+}
+
+/// The workers' scheduling policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scheduling {
+    /// `SCHED_OTHER`, the default Linux policy.
+    Normal,
+    /// `SCHED_BATCH`: a worker woken by new requests does not preempt another task
+    /// on its CPU (a load generator sharing it) but runs when that task blocks, and
+    /// then answers a batch of requests instead of one; on CPUs of its own it
+    /// changes nothing.
+    Batch,
 }
 
 /// How the workers ended.
@@ -54,94 +70,176 @@ pub enum Stopped {
     Gracefully,
     /// A second SIGINT cut the graceful stop short.
     AtOnce,
-    /// A worker kept dying; the message says which and how.
-    GaveUp(String),
-    /// A worker crashed or was killed while stopping; the message says which.
-    Unclean(String),
+    /// Worker `index` died 5 times within 10 s (a crash loop), the last time this
+    /// way; the master stopped the others.
+    GaveUp {
+        /// The worker.
+        index: usize,
+        /// Its CPU.
+        cpu: usize,
+        /// How it died the last time.
+        last: Exit,
+    },
+    /// Worker `index` crashed or was killed while stopping.
+    Unclean {
+        /// The worker.
+        index: usize,
+        /// How it ended.
+        exit: Exit,
+    },
 }
 
-/// Binds the listeners, prints `listening on ADDR:PORT` on stderr, forks the workers
-/// (each builds its protocol with `make_protocol`), and supervises them until they
-/// stop. Errors are one-line messages for the user.
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stopped::Gracefully => f.write_str("stopped gracefully"),
+            Stopped::AtOnce => f.write_str("stopped at once"),
+            Stopped::GaveUp { index, cpu, last } => write!(
+                f,
+                "worker {index} (cpu {cpu}) died {} times within {} s, last it {last}; giving up",
+                master::CRASH_LIMIT,
+                master::CRASH_WINDOW.as_secs()
+            ),
+            Stopped::Unclean { index, exit } => write!(f, "worker {index} {exit} while stopping"),
+        }
+    }
+}
+
+/// What the master and its workers report as they go. The caller prints them,
+/// counts them or ignores them; `percore serve` prints one line for each.
+#[derive(Debug)]
+pub enum Event<'a, P> {
+    /// The listeners are bound, on this address (its port picked, for port 0).
+    Listening(SocketAddr),
+    /// Worker `index` was started, or restarted, as process `pid`.
+    Started {
+        /// The worker.
+        index: usize,
+        /// Its process.
+        pid: i32,
+        /// Its CPU.
+        cpu: usize,
+    },
+    /// Worker `index` died unexpectedly; it is restarted after `restart_in`.
+    Died {
+        /// The worker.
+        index: usize,
+        /// Its CPU.
+        cpu: usize,
+        /// How it ended.
+        exit: Exit,
+        /// The back-off before its restart.
+        restart_in: Duration,
+    },
+    /// Forking worker `index` again failed; it is tried again after `retry_in`.
+    RestartFailed {
+        /// The worker.
+        index: usize,
+        /// Why.
+        error: io::Error,
+        /// When it is tried again.
+        retry_in: Duration,
+    },
+    /// The master gives up or a worker ended badly while stopping (see [`Stopped`]).
+    Stopping(&'a Stopped),
+    /// In a worker: it could not run; it exits with status 1.
+    Failed {
+        /// The worker.
+        index: usize,
+        /// Its CPU.
+        cpu: usize,
+        /// Why.
+        error: WorkerError,
+    },
+    /// In a worker: it stopped, with what its loop counted and its protocol (to ask
+    /// it for its own counts).
+    Stopped {
+        /// The worker.
+        index: usize,
+        /// Its process.
+        pid: u32,
+        /// Its CPU.
+        cpu: usize,
+        /// What the loop counted.
+        stats: Stats,
+        /// The protocol it served.
+        protocol: &'a P,
+    },
+}
+
+/// Binds the listeners, forks the workers (each builds its protocol with
+/// `make_protocol`), and supervises them until they stop; `report` hears of
+/// everything that happens, in the master and in the workers.
+///
+/// The master forks, so it must be the only thread of its process (a fork copies
+/// the calling thread alone, and a lock another thread held would stay locked in
+/// the child for ever): with more than one, `run` returns [`Error::Threaded`].
 ///
 /// ```no_run
 /// use std::time::Duration;
 /// use percore::http::{Hello, HelloConfig};
+/// use percore::listen::ListenOptions;
 /// use percore::reactor::Config;
-/// use percore::worker::{self, Options};
+/// use percore::worker::{self, Event, Options, Pinning, Scheduling};
 ///
 /// let options = Options {
 ///     addr: ([0, 0, 0, 0], 8080).into(),
 ///     cpus: worker::plan(&worker::allowed_cpus(), None, None)?, // one worker per CPU
-///     pin: true,
-///     batch_scheduling: true,
-///     backlog: 4096,
+///     pinning: Pinning::Pinned,
+///     scheduling: Scheduling::Batch,
+///     listen: ListenOptions::default(),
 ///     shutdown_timeout: Duration::from_secs(10),
-///     client_speaks_first: true,
 ///     reactor: Config::default(),
 /// };
 /// let config = HelloConfig::default();
-/// let stopped = worker::run(&options, || Ok(Hello::new(&config)))?;
-/// std::process::exit(if stopped == worker::Stopped::Gracefully { 0 } else { 1 });
-/// # Ok::<(), String>(())
+/// let stopped = worker::run(&options, || Ok(Hello::new(&config)), |event: Event<'_, Hello>| {
+///     if let Event::Listening(addr) = event {
+///         println!("listening on {addr}");
+///     }
+/// })?;
+/// println!("{stopped}");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn run<P: Protocol>(
     options: &Options,
-    make_protocol: impl Fn() -> std::io::Result<P>,
-) -> Result<Stopped, String> {
-    let backlog = clamp_backlog(options.backlog);
-    let listeners =
-        bind_all(options, backlog).map_err(|e| format!("cannot listen on {}: {e}", options.addr))?;
-    let local = listeners[0].local_addr().map_err(|e| e.to_string())?;
-    say!("listening on {local}");
-    let master = master::Master::new(options, listeners, make_protocol).map_err(|e| e.to_string())?;
-    master.run().map_err(|e| format!("master: {e}"))
+    make_protocol: impl Fn() -> io::Result<P>,
+    report: impl Fn(Event<'_, P>),
+) -> Result<Stopped, Error> {
+    let threads = sys::thread_count().map_err(Error::Setup)?;
+    if threads > 1 {
+        return Err(Error::Threaded { threads });
+    }
+    let listeners = bind_all(options).map_err(|error| Error::Listen { addr: options.addr, error })?;
+    let local = listeners[0].local_addr().map_err(Error::Setup)?;
+    report(Event::Listening(local));
+    let master = master::Master::new(options, listeners, make_protocol, report).map_err(Error::Setup)?;
+    master.run().map_err(Error::Master)
 }
 
 /// One listener per worker on the same address; with port 0, the first bind picks
 /// the port and the others join it.
-fn bind_all(options: &Options, backlog: i32) -> std::io::Result<Vec<TcpListener>> {
+fn bind_all(options: &Options) -> io::Result<Vec<TcpListener>> {
     let mut addr = options.addr;
     let mut listeners = Vec::with_capacity(options.cpus.len());
     for _ in &options.cpus {
-        let listener = listen::bind(addr, backlog, options.client_speaks_first)?;
+        let listener = listen::bind(addr, &options.listen)?;
         addr = listener.local_addr()?;
         listeners.push(listener);
     }
     Ok(listeners)
 }
 
-/// The kernel silently caps a backlog at `net.core.somaxconn`; say so instead.
-fn clamp_backlog(backlog: u32) -> i32 {
-    let somaxconn = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
-        .ok()
-        .and_then(|text| text.trim().parse::<u32>().ok())
-        .unwrap_or(4096);
-    if backlog > somaxconn {
-        say!(
-            "percore: warning: --backlog {backlog} is above net.core.somaxconn ({somaxconn}), using {somaxconn}; \
-             see sysctl.conf"
-        );
-    }
-    backlog.min(somaxconn).min(i32::MAX as u32) as i32
+/// `net.core.somaxconn`, the kernel's cap on every listener's backlog, if readable.
+pub fn somaxconn() -> Option<u32> {
+    std::fs::read_to_string("/proc/sys/net/core/somaxconn").ok()?.trim().parse().ok()
 }
 
 /// Descriptors a worker holds beside its connections: listener, epoll, signalfd,
 /// stdio, the reserve for `EMFILE`.
-const OTHER_FDS: u64 = 16;
+pub const OTHER_FDS: u64 = 16;
 
 /// Raises this process's open-file limit to its hard limit (workers inherit it) and
-/// warns, in one line, when that is below what `max_conns` per worker needs. Returns
-/// the connections a worker can hold: `max_conns`, or fewer if the limit says so.
-pub(crate) fn raise_fd_limit(max_conns: u64) -> u64 {
-    // Unknown (getrlimit failed): assume no limit rather than cap connections at 0.
-    let limit = sys::raise_nofile_limit().unwrap_or(u64::MAX);
-    let needed = max_conns + OTHER_FDS;
-    if limit < needed {
-        say!(
-            "percore: warning: open-file limit {limit} is below the {needed} that --max-conns {max_conns} needs \
-             per worker; raise it with ulimit -n (see sysctl.conf)"
-        );
-    }
-    max_conns.min(limit.saturating_sub(OTHER_FDS)).max(1)
+/// returns the new limit; `None` when it cannot be read.
+pub fn raise_open_file_limit() -> Option<u64> {
+    sys::raise_nofile_limit().ok()
 }

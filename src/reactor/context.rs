@@ -1,0 +1,130 @@
+//! [`Io`]: what a protocol's callback may do on its connection.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::output::Output;
+use super::slab::Token;
+use super::timers::Timers;
+use super::ConnId;
+
+/// Unsent output (queued and just written) above which [`Io::is_full`] says to
+/// stop writing: a client that pipelines requests without reading their answers
+/// cannot grow a connection past about this much.
+pub(crate) const OUTPUT_BUDGET: usize = 256 * 1024;
+
+/// What a callback can do on its connection: write output, set its timer, and see
+/// the loop's time. Output written here is sent when the callback returns, after
+/// the connection's earlier output, in one system call when the socket takes it.
+///
+/// ```
+/// use percore::reactor::{Harness, Protocol, Verdict, Io};
+///
+/// struct Greeter;
+/// impl Protocol for Greeter {
+///     type Conn = ();
+///     fn on_data(&mut self, _: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+///         io.write(b"hello, ");
+///         io.write(input);
+///         Verdict::close(input.len())
+///     }
+/// }
+///
+/// let mut harness = Harness::new(Greeter);
+/// harness.data(b"world");
+/// assert_eq!(harness.take_output(), b"hello, world");
+/// ```
+#[derive(Debug)]
+pub struct Io<'a> {
+    id: ConnId,
+    now: Instant,
+    output: &'a mut Output,
+    /// Bytes the connection had queued, unsent, before this call.
+    queued: usize,
+    timers: &'a mut Timers,
+}
+
+impl<'a> Io<'a> {
+    pub(crate) fn new(
+        token: Token,
+        now: Instant,
+        output: &'a mut Output,
+        queued: usize,
+        timers: &'a mut Timers,
+    ) -> Io<'a> {
+        Io { id: ConnId::of(token), now, output, queued, timers }
+    }
+
+    /// This connection, for [`Reactor::wake`](super::Reactor::wake).
+    pub fn id(&self) -> ConnId {
+        self.id
+    }
+
+    /// The loop's time, read once per turn of the loop (after it waited).
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// Copies `bytes` to the output.
+    pub fn write(&mut self, bytes: &[u8]) {
+        self.output.write(bytes);
+    }
+
+    /// References `bytes` in the output without copying them: the connection holds
+    /// the `Arc` until the socket has taken them. For large bodies that every
+    /// answer repeats.
+    pub fn write_shared(&mut self, bytes: &Arc<[u8]>) {
+        self.output.write_shared(bytes);
+    }
+
+    /// Bytes written in this call.
+    pub fn written(&self) -> usize {
+        self.output.len()
+    }
+
+    /// Whether the connection's unsent output, earlier and written now, reached the
+    /// loop's budget (256 KiB): write no more, and return [`Verdict::pause`](super::Verdict::pause)
+    /// (or, from `on_timer`, wait).
+    pub fn is_full(&self) -> bool {
+        self.queued + self.output.len() >= OUTPUT_BUDGET
+    }
+
+    /// Sets the connection's timer to fire `after` from [`now`](Io::now), replacing
+    /// the one it had. One timer per connection; it does not repeat.
+    pub fn set_timer(&mut self, after: Duration) {
+        let at = self.now.checked_add(after).unwrap_or_else(|| far_future(self.now));
+        self.set_timer_at(at);
+    }
+
+    /// Sets the connection's timer to fire at `at` (at once, if `at` has passed).
+    pub fn set_timer_at(&mut self, at: Instant) {
+        self.timers.set(self.id.token(), at);
+    }
+
+    /// Cancels the connection's timer, if set.
+    pub fn cancel_timer(&mut self) {
+        self.timers.cancel(self.id.token());
+    }
+
+    /// When the connection's timer fires, if it is set.
+    pub fn timer(&self) -> Option<Instant> {
+        self.timers.deadline(self.id.token())
+    }
+}
+
+/// Writes copy, so that `write!` formats straight into the output.
+impl std::io::Write for Io<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.output.write(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// An instant no timer reaches, for a duration too large to add.
+fn far_future(now: Instant) -> Instant {
+    now + Duration::from_secs(100 * 365 * 24 * 3600)
+}

@@ -1,0 +1,203 @@
+//! The work done on one connection per wake-up: read, hand to the protocol, send;
+//! and the other callbacks, whose output is sent the same way.
+
+use std::io;
+use std::os::fd::AsRawFd;
+
+use super::connection::{Connection, Phase};
+use super::context::{Io, OUTPUT_BUDGET};
+use super::slab::Token;
+use super::{Closed, Core, Flow, Protocol, Then};
+use crate::sys;
+
+/// Reads one connection may do per wake-up before the others get their turn.
+const READS_PER_WAKE: usize = 16;
+
+/// What to do with a connection after some work on it.
+pub(crate) enum Next {
+    /// Nothing until its next edge.
+    Wait,
+    /// Its reading budget ran out with input possibly left: serve it again soon.
+    Again,
+    /// Its phase may have changed: close, linger, or keep waiting.
+    Settle,
+    /// Close at once, for this reason.
+    Close(Closed),
+}
+
+/// The callbacks other than `on_data`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Callback {
+    Open,
+    Timer,
+    Wake,
+}
+
+impl<P: Protocol> Core<P> {
+    /// Whether an open connection that got no readable edge has work anyway: reading
+    /// paused for output that has drained, or a paused protocol whose output is sent.
+    /// No new edge would bring either back.
+    pub(crate) fn may_resume(&self, conn: &Connection<P::Conn>) -> bool {
+        let unsent = conn.unsent();
+        (conn.read_paused && unsent <= OUTPUT_BUDGET) || (conn.paused && unsent == 0 && !conn.awaiting_output)
+    }
+
+    /// Reads within the wake-up's budget, hands the input to the protocol and sends
+    /// its answer, until the socket is drained, the output is over budget, the
+    /// protocol waits, or the connection is closing.
+    pub(crate) fn read_and_answer(&mut self, conn: &mut Connection<P::Conn>, token: Token) -> Next {
+        conn.read_paused = false;
+        // Taken for the reads, so that the protocol can be called with `self`.
+        let mut buffer = std::mem::take(&mut self.read_buffer);
+        let next = self.read_into(conn, token, &mut buffer);
+        self.read_buffer = buffer;
+        next
+    }
+
+    fn read_into(&mut self, conn: &mut Connection<P::Conn>, token: Token, buffer: &mut [u8]) -> Next {
+        for _ in 0..READS_PER_WAKE {
+            if conn.unsent() > OUTPUT_BUDGET {
+                conn.read_paused = true;
+                return Next::Wait;
+            }
+            if conn.paused {
+                if conn.unsent() > 0 || conn.awaiting_output {
+                    // Resumed once its output is sent.
+                    return Next::Wait;
+                }
+                conn.paused = false;
+                if !conn.pending_input.is_empty() {
+                    // What was received comes before reading more.
+                    match self.answer(conn, token, &[], false) {
+                        Next::Wait => continue,
+                        next => return next,
+                    }
+                }
+            }
+            let n = match sys::recv(conn.fd.as_raw_fd(), buffer) {
+                Ok(0) => {
+                    // The peer is done sending: what it sent last is kept for the
+                    // protocol's on_close (a message delimited by the end of stream).
+                    conn.read_closed = true;
+                    conn.phase = Phase::Closing { linger: false };
+                    return Next::Settle;
+                }
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Next::Wait,
+                Err(e) => return Next::Close(Closed::ReadFailed(e.kind())),
+            };
+            let filled = n == buffer.len();
+            match self.answer(conn, token, &buffer[..n], filled) {
+                Next::Wait if conn.pending_input.len() > self.config.max_pending_input => {
+                    return Next::Close(Closed::Done)
+                }
+                Next::Wait => {}
+                next => return next,
+            }
+            // A short read drained the socket, unless the peer has shut down (then
+            // only a read of 0 says so); a paused protocol goes on first.
+            if !filled && !conn.read_closed && !conn.paused {
+                return Next::Wait;
+            }
+        }
+        Next::Again
+    }
+
+    /// Hands the protocol its input (`fresh`, after what is pending) and sends its
+    /// answer. `Wait` means the connection stays open. `maybe_more`: the socket may
+    /// hold more input than was read (the read filled the buffer), so a close must
+    /// linger.
+    fn answer(
+        &mut self,
+        conn: &mut Connection<P::Conn>,
+        token: Token,
+        fresh: &[u8],
+        maybe_more: bool,
+    ) -> Next {
+        let from_pending = !conn.pending_input.is_empty();
+        if from_pending {
+            conn.pending_input.extend_from_slice(fresh);
+        }
+        let input: &[u8] = if from_pending { &conn.pending_input } else { fresh };
+        self.output.clear();
+        let now = self.clock.instant();
+        let mut io = Io::new(token, now, &mut self.output, conn.unsent(), &mut self.timers);
+        let verdict = self.protocol.on_data(&mut conn.state, input, &mut io);
+        let consumed = verdict.consumed.min(input.len());
+        let unconsumed = consumed < input.len();
+        if consumed > 0 {
+            conn.input_progressed = true;
+        }
+        match verdict.then {
+            Then::Read => conn.keep_input(from_pending, fresh, consumed),
+            Then::Pause => {
+                conn.keep_input(from_pending, fresh, consumed);
+                conn.paused = true;
+                conn.awaiting_output = self.output.is_empty();
+            }
+            Then::Close => {
+                // Bytes beyond the last answer, or a message still arriving: the peer
+                // may go on sending, and closing on unread input would reset the
+                // connection and could destroy our answer before the peer reads it.
+                let linger = unconsumed || maybe_more || P::is_busy(&conn.state);
+                conn.pending_input = Vec::new();
+                conn.phase = Phase::Closing { linger };
+            }
+        }
+        self.send(conn)
+    }
+
+    /// Calls `callback` on an open connection and sends what it wrote.
+    pub(crate) fn callback(
+        &mut self,
+        conn: &mut Connection<P::Conn>,
+        token: Token,
+        callback: Callback,
+    ) -> Next {
+        if conn.phase != Phase::Open {
+            return Next::Wait;
+        }
+        self.output.clear();
+        let now = self.clock.instant();
+        let mut io = Io::new(token, now, &mut self.output, conn.unsent(), &mut self.timers);
+        let (protocol, state) = (&mut self.protocol, &mut conn.state);
+        let flow = match callback {
+            Callback::Open => protocol.on_open(state, &mut io),
+            Callback::Timer => protocol.on_timer(state, &mut io),
+            Callback::Wake => protocol.on_wake(state, &mut io),
+        };
+        if !self.output.is_empty() {
+            conn.awaiting_output = false;
+        }
+        if flow == Flow::Close {
+            let linger = !conn.pending_input.is_empty() || P::is_busy(&conn.state);
+            conn.pending_input = Vec::new();
+            conn.phase = Phase::Closing { linger };
+        }
+        self.send(conn)
+    }
+
+    /// Sends the output of a callback; `Settle` when the connection is closing.
+    fn send(&mut self, conn: &mut Connection<P::Conn>) -> Next {
+        if let Err(e) = conn.send(&self.output) {
+            return Next::Close(Closed::WriteFailed(e.kind()));
+        }
+        if conn.phase != Phase::Open {
+            return Next::Settle;
+        }
+        Next::Wait
+    }
+}
+
+/// Reads and drops what a lingering connection still sends; closes at its end.
+pub(crate) fn discard_input<S>(conn: &mut Connection<S>, read_buffer: &mut [u8]) -> Next {
+    for _ in 0..READS_PER_WAKE {
+        match sys::recv(conn.fd.as_raw_fd(), read_buffer) {
+            Ok(0) => return Next::Close(Closed::Done),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Next::Wait,
+            Err(_) => return Next::Close(Closed::Done),
+        }
+    }
+    Next::Again
+}

@@ -1,0 +1,260 @@
+//! Output: what a protocol writes in one call ([`Output`]), and what a connection
+//! has yet to send ([`SendQueue`]). Shared bytes, such as a large prebuilt body, are
+//! referenced, never copied: the worker holds them once, and each connection that
+//! has not sent them yet holds a reference.
+
+use std::collections::VecDeque;
+use std::io::{self, IoSlice};
+use std::os::fd::RawFd;
+use std::sync::Arc;
+
+use crate::sys;
+
+/// Slices handed to one `sendmsg`: a head and a body each, for 32 answers.
+const SLICES_PER_SEND: usize = 64;
+
+/// What a protocol wrote in one call: bytes it copied and shared bytes it
+/// referenced, in the order written. The loop sends it in one system call when it
+/// can: `send` when all of it was copied, `sendmsg` with one slice per piece when
+/// it references shared bytes.
+#[derive(Debug, Default)]
+pub struct Output {
+    copied: Vec<u8>,
+    /// Each shared piece, with how many of `copied` come before it.
+    shared: Vec<(usize, Arc<[u8]>)>,
+    len: usize,
+}
+
+impl Output {
+    /// An empty output.
+    pub fn new() -> Output {
+        Output::default()
+    }
+
+    /// Bytes written, copied and shared.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether nothing was written.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Every byte written, in order, as one vector: for tests and tools.
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.pieces(0).flat_map(|piece| piece.bytes().iter().copied()).collect()
+    }
+
+    /// Forgets what was written; keeps the memory for the next call.
+    pub(crate) fn clear(&mut self) {
+        self.copied.clear();
+        self.shared.clear();
+        self.len = 0;
+    }
+
+    pub(crate) fn write(&mut self, bytes: &[u8]) {
+        self.copied.extend_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    pub(crate) fn write_shared(&mut self, bytes: &Arc<[u8]>) {
+        if !bytes.is_empty() {
+            self.shared.push((self.copied.len(), Arc::clone(bytes)));
+            self.len += bytes.len();
+        }
+    }
+
+    /// The pieces from byte `skip` on, in order, none empty.
+    fn pieces(&self, skip: usize) -> impl Iterator<Item = Piece<'_>> {
+        let mut copied_from = 0;
+        let shared = self.shared.iter().map(|(at, bytes)| (*at, Some(bytes)));
+        let all = shared.chain([(self.copied.len(), None)]).flat_map(move |(at, shared)| {
+            let copied = Piece::Copied(&self.copied[copied_from..at]);
+            copied_from = at;
+            [Some(copied), shared.map(Piece::Shared)]
+        });
+        let mut skip = skip;
+        all.flatten().filter_map(move |piece| {
+            let len = piece.bytes().len();
+            let cut = skip.min(len);
+            skip -= cut;
+            (cut < len).then(|| piece.skip(cut))
+        })
+    }
+
+    /// Sends what the socket takes, from byte `skip` on; returns the bytes sent.
+    pub(crate) fn send(&self, fd: RawFd, skip: usize) -> io::Result<usize> {
+        if self.shared.is_empty() {
+            // The common case: one answer or a pipeline of copied ones, one send.
+            return send_slices(fd, &[IoSlice::new(&self.copied[skip..])]);
+        }
+        let mut sent = skip;
+        while sent < self.len {
+            let mut slices = [IoSlice::new(&[]); SLICES_PER_SEND];
+            let count = fill(&mut slices, self.pieces(sent).map(|piece| piece.bytes()));
+            let offered: usize = slices[..count].iter().map(|s| s.len()).sum();
+            let n = send_slices(fd, &slices[..count])?;
+            sent += n;
+            if n < offered {
+                break;
+            }
+        }
+        Ok(sent - skip)
+    }
+}
+
+/// A piece of output: copied bytes, or a part of shared ones.
+enum Piece<'a> {
+    Copied(&'a [u8]),
+    Shared(&'a Arc<[u8]>),
+    SharedPart(&'a Arc<[u8]>, usize),
+}
+
+impl<'a> Piece<'a> {
+    fn bytes(&self) -> &'a [u8] {
+        match *self {
+            Piece::Copied(bytes) => bytes,
+            Piece::Shared(bytes) => bytes,
+            Piece::SharedPart(bytes, from) => &bytes[from..],
+        }
+    }
+
+    /// The piece without its first `n` bytes.
+    fn skip(self, n: usize) -> Piece<'a> {
+        match self {
+            Piece::Copied(bytes) => Piece::Copied(&bytes[n..]),
+            Piece::Shared(bytes) if n == 0 => Piece::Shared(bytes),
+            Piece::Shared(bytes) => Piece::SharedPart(bytes, n),
+            Piece::SharedPart(bytes, from) => Piece::SharedPart(bytes, from + n),
+        }
+    }
+}
+
+/// Fills `slices` from `pieces`; returns how many it filled.
+fn fill<'a>(slices: &mut [IoSlice<'a>], pieces: impl Iterator<Item = &'a [u8]>) -> usize {
+    let mut count = 0;
+    for (slot, piece) in slices.iter_mut().zip(pieces) {
+        *slot = IoSlice::new(piece);
+        count += 1;
+    }
+    count
+}
+
+/// One `send` or `sendmsg`; 0 when the socket is full.
+fn send_slices(fd: RawFd, slices: &[IoSlice<'_>]) -> io::Result<usize> {
+    let result = match slices {
+        [one] => sys::send(fd, one),
+        _ => sys::send_vectored(fd, slices),
+    };
+    match result {
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(0),
+        result => result,
+    }
+}
+
+/// What a connection has not sent yet, and nothing else: a byte is dropped (a
+/// shared piece released) as soon as the socket took it, so a connection that
+/// streams for ever holds only what is unsent.
+#[derive(Debug, Default)]
+pub(crate) struct SendQueue {
+    /// Copied bytes, in a ring: sending from the front costs no move.
+    copied: VecDeque<u8>,
+    /// Shared pieces in order, each after `copied_before` more copied bytes.
+    shared: VecDeque<QueuedShared>,
+    /// Copied bytes after the last shared piece.
+    copied_after: usize,
+    len: usize,
+}
+
+#[derive(Debug)]
+struct QueuedShared {
+    copied_before: usize,
+    bytes: Arc<[u8]>,
+    sent: usize,
+}
+
+impl SendQueue {
+    /// Bytes queued.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Queues `output` from byte `skip` on.
+    pub(crate) fn push(&mut self, output: &Output, skip: usize) {
+        for piece in output.pieces(skip) {
+            self.len += piece.bytes().len();
+            match piece {
+                Piece::Copied(bytes) => {
+                    self.copied.extend(bytes);
+                    self.copied_after += bytes.len();
+                }
+                Piece::Shared(bytes) => self.push_shared(bytes, 0),
+                Piece::SharedPart(bytes, from) => self.push_shared(bytes, from),
+            }
+        }
+    }
+
+    fn push_shared(&mut self, bytes: &Arc<[u8]>, sent: usize) {
+        let copied_before = std::mem::take(&mut self.copied_after);
+        self.shared.push_back(QueuedShared { copied_before, bytes: Arc::clone(bytes), sent });
+    }
+
+    /// Sends until the queue is empty or the socket is full; returns the bytes sent.
+    pub(crate) fn flush(&mut self, fd: RawFd) -> io::Result<usize> {
+        let mut sent = 0;
+        while self.len > 0 {
+            let mut slices = [IoSlice::new(&[]); SLICES_PER_SEND];
+            let count = self.fill(&mut slices);
+            let offered: usize = slices[..count].iter().map(|s| s.len()).sum();
+            let n = send_slices(fd, &slices[..count])?;
+            self.consume(n);
+            sent += n;
+            if n < offered {
+                break;
+            }
+        }
+        Ok(sent)
+    }
+
+    /// Fills `slices` from the front of the queue; returns how many it filled.
+    fn fill<'a>(&'a self, slices: &mut [IoSlice<'a>]) -> usize {
+        let (front, back) = self.copied.as_slices();
+        // `len` copied bytes from `start` on: up to two slices of the ring.
+        let copied = |start: usize, len: usize| {
+            let in_front = front.len().saturating_sub(start).min(len);
+            let back_start = (start + in_front).saturating_sub(front.len());
+            [&front[start.min(front.len())..][..in_front], &back[back_start..][..len - in_front]]
+        };
+        let mut at = 0;
+        let shared = self.shared.iter().map(|queued| (queued.copied_before, &queued.bytes[queued.sent..]));
+        let pieces = shared.chain([(self.copied_after, &[][..])]).flat_map(|(copied_before, shared)| {
+            let [first, second] = copied(at, copied_before);
+            at += copied_before;
+            [first, second, shared]
+        });
+        fill(slices, pieces.filter(|piece| !piece.is_empty()))
+    }
+
+    /// Drops the first `n` bytes, which the socket took.
+    fn consume(&mut self, mut n: usize) {
+        self.len -= n;
+        while n > 0 {
+            let Some(front) = self.shared.front_mut() else {
+                self.copied.drain(..n);
+                self.copied_after -= n;
+                return;
+            };
+            let copied = n.min(front.copied_before);
+            self.copied.drain(..copied);
+            front.copied_before -= copied;
+            n -= copied;
+            let shared = n.min(front.bytes.len() - front.sent);
+            front.sent += shared;
+            n -= shared;
+            if front.copied_before == 0 && front.sent == front.bytes.len() {
+                self.shared.pop_front();
+            }
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! Why the workers could not run, in the master ([`Error`]) or in a worker
+//! ([`WorkerError`]).
+
+use std::io;
+use std::net::SocketAddr;
+
+/// Why [`run`](super::run) could not run the workers.
+#[derive(Debug)]
+pub enum Error {
+    /// The calling process runs more than one thread, so it must not fork.
+    Threaded {
+        /// How many it runs.
+        threads: usize,
+    },
+    /// A listener could not be bound.
+    Listen {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// Why.
+        error: io::Error,
+    },
+    /// The master's own set-up failed (its signalfd, its epoll instance).
+    Setup(io::Error),
+    /// The master failed while supervising (waiting, reaping).
+    Master(io::Error),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Threaded { threads } => {
+                write!(f, "cannot fork workers from a process running {threads} threads (it must run one)")
+            }
+            Error::Listen { addr, error } => write!(f, "cannot listen on {addr}: {error}"),
+            Error::Setup(error) => write!(f, "master: {error}"),
+            Error::Master(error) => write!(f, "master: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Threaded { .. } => None,
+            Error::Listen { error, .. } | Error::Setup(error) | Error::Master(error) => Some(error),
+        }
+    }
+}
+
+/// Why a worker could not run; it exits with status 1 and the master restarts it.
+#[derive(Debug)]
+pub enum WorkerError {
+    /// The master died before the worker could arrange to follow it.
+    MasterGone,
+    /// `prctl(PR_SET_PDEATHSIG)` failed.
+    DeathSignal(io::Error),
+    /// The worker could not be pinned to its CPU.
+    Pin(usize),
+    /// `SCHED_BATCH` could not be set.
+    Scheduling(io::Error),
+    /// A fault injected for tests (`PERCORE_FAULT=worker-start`).
+    Injected,
+    /// The protocol could not be built.
+    Protocol(io::Error),
+    /// The event loop failed.
+    Loop(io::Error),
+    /// Reading the signalfd failed.
+    Signals(io::Error),
+}
+
+impl std::fmt::Display for WorkerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WorkerError::MasterGone => f.write_str("the master is gone"),
+            WorkerError::DeathSignal(e) => write!(f, "prctl: {e}"),
+            WorkerError::Pin(cpu) => write!(f, "cannot pin to CPU {cpu}"),
+            WorkerError::Scheduling(e) => write!(f, "cannot set SCHED_BATCH: {e}"),
+            WorkerError::Injected => {
+                write!(f, "fault injected at start ({}=worker-start)", super::child::FAULT_VARIABLE)
+            }
+            WorkerError::Protocol(e) => write!(f, "{e}"),
+            WorkerError::Loop(e) => write!(f, "event loop: {e}"),
+            WorkerError::Signals(e) => write!(f, "signalfd: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for WorkerError {}
