@@ -1,0 +1,223 @@
+//! Running processes: the one runner for commands that run to completion and
+//! its wrappers, the guard that kills a child on drop, a temporary file to hand
+//! one, bounded waits, signals, and the worker lines `percore serve` prints.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::STARTUP_TIMEOUT;
+
+/// How often the bounded polls below look again.
+const POLL_INTERVAL: Duration = Duration::from_millis(20);
+
+/// Kills and reaps the child when dropped, including while a test panics, so
+/// no server outlives its test.
+// It lives here rather than beside `Server` because the runner below needs it
+// too, and server.rs then depends on this module, never the other way round.
+pub(super) struct KillOnDrop(pub(super) Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        // Fails only if the child already exited, which is fine.
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// What a process that ran to completion printed.
+#[derive(Debug)]
+pub struct Finished {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `program args` to completion with a bounded wait, returning its exit
+/// status and stderr. Panics (after killing it) if it does not exit in time.
+pub fn run_expecting_exit(program: &Path, args: &[&str]) -> (ExitStatus, String) {
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    run_to_exit(cmd, STARTUP_TIMEOUT)
+}
+
+/// Like [`run_expecting_exit`], with extra environment variables and a
+/// given bound on the wait.
+pub fn run_expecting_exit_with_env(
+    program: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    timeout: Duration,
+) -> (ExitStatus, String) {
+    let mut cmd = Command::new(program);
+    cmd.args(args).envs(env.iter().copied());
+    run_to_exit(cmd, timeout)
+}
+
+pub(super) fn run_to_exit(cmd: Command, timeout: Duration) -> (ExitStatus, String) {
+    let finished = run_command(cmd, timeout);
+    (finished.status, finished.stderr)
+}
+
+/// Runs `program args` to completion with a bounded wait, capturing stdout
+/// and stderr. Panics (after killing it) if it does not exit in time.
+pub fn run_capturing(program: &Path, args: &[&str]) -> Finished {
+    run_capturing_within(program, args, STARTUP_TIMEOUT)
+}
+
+/// Like [`run_capturing`], with a given bound on the wait instead of
+/// [`STARTUP_TIMEOUT`], for processes that run for a while by design.
+pub fn run_capturing_within(program: &Path, args: &[&str], timeout: Duration) -> Finished {
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    run_command(cmd, timeout)
+}
+
+/// Runs `cmd` to completion within `timeout`, capturing stdout and stderr; panics
+/// (after killing it) if it does not exit in time. The one runner behind the others.
+fn run_command(mut cmd: Command, timeout: Duration) -> Finished {
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawning {cmd:?}: {e}"));
+    let (stdout, stderr) = (child.stdout.take().expect("piped"), child.stderr.take().expect("piped"));
+    let mut child = KillOnDrop(child);
+    // Each pipe reaching EOF is how we learn, without polling, that the
+    // process has exited; both are drained so neither can fill and block it.
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        let (tx, rx) = mpsc::channel();
+        thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            let _ = tx.send(text);
+        });
+        rx
+    };
+    let (out_rx, err_rx) = (drain(Box::new(stdout)), drain(Box::new(stderr)));
+    let deadline = std::time::Instant::now() + timeout;
+    let collect = |rx: mpsc::Receiver<String>| {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        rx.recv_timeout(left).unwrap_or_else(|_| panic!("{cmd:?} did not exit within {timeout:?}"))
+    };
+    let (stdout, stderr) = (collect(out_rx), collect(err_rx));
+    let status = child.0.wait().expect("waiting for child");
+    Finished { status, stdout, stderr }
+}
+
+/// A file in the temporary directory, with a name no other test or run takes,
+/// removed on drop.
+pub struct TempFile(PathBuf);
+
+impl TempFile {
+    /// Creates the file with `contents`.
+    pub fn with_contents(contents: &[u8]) -> TempFile {
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
+        let name = format!("percore-test-{}-{nanos}", std::process::id());
+        let path = std::env::temp_dir().join(name);
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .unwrap_or_else(|e| panic!("creating {}: {e}", path.display()));
+        file.write_all(contents).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+        TempFile(path)
+    }
+
+    /// Its path, for a command line.
+    pub fn path(&self) -> &str {
+        self.0.to_str().expect("a UTF-8 temp path")
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Polls `cond` until it holds or `timeout` passes; returns whether it held.
+/// `cond` is always called at least once, and once more after the deadline.
+pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        if cond() {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return cond();
+        }
+        thread::sleep(POLL_INTERVAL);
+    }
+}
+
+/// Sends SIG`name` (e.g. "TERM", "KILL") to `pid` with kill(1); returns
+/// whether it was delivered (false once the process is gone).
+pub fn try_signal(pid: u32, name: &str) -> bool {
+    Command::new("kill")
+        .args([format!("-{name}"), pid.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap_or_else(|e| panic!("running kill -{name} {pid}: {e}"))
+        .success()
+}
+
+/// Sends SIG`name` to `pid`, which must exist.
+pub fn signal(pid: u32, name: &str) {
+    assert!(try_signal(pid, name), "kill -{name} {pid} failed: is the process gone?");
+}
+
+/// A `worker {index} pid {pid} cpu {cpu}` line: a worker was started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkerLine {
+    pub index: usize,
+    pub pid: u32,
+    pub cpu: usize,
+}
+
+/// Parses the `worker I pid P cpu C` prefix of `line`, returning the rest.
+fn parse_worker_prefix(line: &str) -> Option<(WorkerLine, &str)> {
+    let rest = line.strip_prefix("worker ")?;
+    let (index, rest) = rest.split_once(" pid ")?;
+    let (pid, rest) = rest.split_once(" cpu ")?;
+    let (cpu, rest) = rest.split_once(' ').unwrap_or((rest, ""));
+    let worker = WorkerLine { index: index.parse().ok()?, pid: pid.parse().ok()?, cpu: cpu.parse().ok()? };
+    Some((worker, rest))
+}
+
+/// Every worker start line in `stderr`, in order.
+pub fn worker_lines(stderr: &str) -> Vec<WorkerLine> {
+    stderr
+        .lines()
+        .filter_map(parse_worker_prefix)
+        .filter(|(_, rest)| rest.is_empty())
+        .map(|(worker, _)| worker)
+        .collect()
+}
+
+/// A `worker I pid P cpu C stopped: A connections, R requests, E errors` line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoppedLine {
+    pub worker: WorkerLine,
+    pub connections: u64,
+    pub requests: u64,
+    pub errors: u64,
+}
+
+fn parse_stopped(line: &str) -> Option<StoppedLine> {
+    let (worker, rest) = parse_worker_prefix(line)?;
+    let counts = rest.strip_prefix("stopped: ")?;
+    let mut numbers = counts.split(", ");
+    let mut count = |unit: &str| -> Option<u64> { numbers.next()?.strip_suffix(unit)?.trim().parse().ok() };
+    let connections = count(" connections")?;
+    let requests = count(" requests")?;
+    let errors = count(" errors")?;
+    Some(StoppedLine { worker, connections, requests, errors })
+}
+
+/// Every worker `stopped:` line in `stderr`, in order.
+pub fn stopped_lines(stderr: &str) -> Vec<StoppedLine> {
+    stderr.lines().filter_map(parse_stopped).collect()
+}

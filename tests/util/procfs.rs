@@ -1,0 +1,58 @@
+//! What the tests learn about a process from /proc: its state and parent, its
+//! children, its CPU affinity, its memory and its pending signals.
+
+/// State letter and parent pid of `pid` from /proc/PID/stat, None if there is
+/// no such process.
+pub fn proc_state(pid: u32) -> Option<(char, u32)> {
+    let fields = stat_fields(pid)?;
+    Some((fields.first()?.chars().next()?, fields.get(1)?.parse().ok()?))
+}
+
+/// Whether `pid` exists and is not a zombie.
+pub fn is_running(pid: u32) -> bool {
+    proc_state(pid).is_some_and(|(state, _)| state != 'Z')
+}
+
+/// Pids of the live (non-zombie) children of `parent`, sorted.
+pub fn children_of(parent: u32) -> Vec<u32> {
+    let mut children: Vec<u32> = std::fs::read_dir("/proc")
+        .expect("reading /proc")
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|&pid| proc_state(pid).is_some_and(|(state, ppid)| ppid == parent && state != 'Z'))
+        .collect();
+    children.sort_unstable();
+    children
+}
+
+/// The `Cpus_allowed_list` of `pid` (e.g. "1" or "0-1"), None if it is gone.
+pub fn cpus_allowed(pid: u32) -> Option<String> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status.lines().find_map(|line| line.strip_prefix("Cpus_allowed_list:")).map(|v| v.trim().to_string())
+}
+
+/// Whether signal number `signo` is pending for `pid` (to the process or to
+/// its main thread), as /proc/PID/status shows it; false if `pid` is gone.
+pub fn signal_pending(pid: u32, signo: u32) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else { return false };
+    status
+        .lines()
+        .filter_map(|line| line.strip_prefix("ShdPnd:").or_else(|| line.strip_prefix("SigPnd:")))
+        .filter_map(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .any(|mask| mask & (1 << (signo - 1)) != 0)
+}
+
+/// The fields of `/proc/PID/stat` after the command name (which is in parentheses
+/// and may itself hold spaces or ')'): the state, field 3, comes first.
+pub fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    Some(stat[stat.rfind(')')? + 1..].split_whitespace().map(str::to_owned).collect())
+}
+
+/// A field of `/proc/PID/status` in KiB: `VmRSS` (resident now) or `VmHWM` (its peak).
+pub fn vm_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_else(|e| panic!("reading /proc/{pid}/status: {e}"));
+    let prefix = format!("{field}:");
+    let line = status.lines().find_map(|l| l.strip_prefix(&prefix)).unwrap_or_else(|| panic!("no {field}"));
+    line.trim().trim_end_matches("kB").trim().parse().unwrap_or_else(|e| panic!("{field} {line:?}: {e}"))
+}
