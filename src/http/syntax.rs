@@ -94,7 +94,7 @@ pub(crate) fn split_field(line: &[u8]) -> Option<(&[u8], &[u8])> {
 /// the value is invalid or disagrees with an earlier one (RFC 9110, 8.6), which both
 /// parses refuse, as a sign of request or response splitting.
 pub(crate) fn agreed_length(earlier: Option<u64>, value: &[u8]) -> Option<u64> {
-    parse_length(value).filter(|&length| earlier.map_or(true, |earlier| earlier == length))
+    parse_length(value).filter(|&length| earlier.is_none_or(|earlier| earlier == length))
 }
 
 /// `Content-Length = 1*DIGIT`, refusing signs, spaces, lists and overflow.
