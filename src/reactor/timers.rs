@@ -219,7 +219,7 @@ mod tests {
             state ^= state >> 7;
             state ^= state << 17;
             let slot = (state % 64) as u32;
-            if state % 3 == 0 {
+            if state.is_multiple_of(3) {
                 timers.cancel(token(slot, 0));
                 model[slot as usize] = None;
             } else {
