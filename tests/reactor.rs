@@ -1,11 +1,46 @@
-//! The loop used directly as a library, in-process: limits any protocol gets.
+//! The loop used directly as a library, in-process: limits any protocol gets, and
+//! the contract's callbacks (a server that speaks first, timers, wakes, pauses),
+//! with the loop turned by the test itself in bounded waits.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::time::Duration;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
 
-use percore::listen::{self, ListenOptions};
-use percore::reactor::{Config, Io, Protocol, Reactor, Verdict};
+use percore::listen::{self, ListenOptions, Opening};
+use percore::reactor::{Config, ConnId, Flow, Io, Protocol, Reactor, Verdict};
+
+/// Bound on every wait for the loop or the peer.
+const WAIT: Duration = Duration::from_secs(10);
+
+/// A loop on a loopback listener, and its address.
+fn reactor<P: Protocol>(protocol: P, opening: Opening, config: Config) -> (Reactor<P>, SocketAddr) {
+    let options = ListenOptions { opening, ..ListenOptions::default() };
+    let listener = listen::bind(([127, 0, 0, 1], 0).into(), &options).expect("binding");
+    let addr = listener.local_addr().expect("the bound address");
+    (Reactor::new(listener, protocol, config).expect("a loop"), addr)
+}
+
+/// Turns the loop, 10 ms at a time, until `done` holds; panics after [`WAIT`].
+fn turn_until<P: Protocol>(reactor: &mut Reactor<P>, what: &str, mut done: impl FnMut(&Reactor<P>) -> bool) {
+    let deadline = Instant::now() + WAIT;
+    while !done(reactor) {
+        assert!(Instant::now() < deadline, "{what}: not within {WAIT:?}");
+        reactor.turn(Some(Duration::from_millis(10))).expect("a turn of the loop");
+    }
+}
+
+fn client(addr: SocketAddr) -> TcpStream {
+    let stream = TcpStream::connect_timeout(&addr, WAIT).expect("connecting");
+    stream.set_read_timeout(Some(WAIT)).expect("a read timeout");
+    stream
+}
+
+/// Reads exactly `len` bytes, as text.
+fn read_text(stream: &mut TcpStream, len: usize) -> String {
+    let mut buf = vec![0; len];
+    stream.read_exact(&mut buf).unwrap_or_else(|e| panic!("reading {len} bytes: {e}"));
+    String::from_utf8_lossy(&buf).into_owned()
+}
 
 /// Waits for a terminator that never comes: consumes nothing, answers nothing.
 struct NeverConsumes;
@@ -20,21 +55,166 @@ impl Protocol for NeverConsumes {
 
 #[test]
 fn pending_input_beyond_the_limit_closes_the_connection() {
-    let listener = listen::bind(([127, 0, 0, 1], 0).into(), &ListenOptions::default()).expect("binding");
-    let addr = listener.local_addr().expect("the bound address");
     let config = Config { max_pending_input: 4096, ..Config::default() };
-    let mut reactor = Reactor::new(listener, NeverConsumes, config).expect("a loop");
+    let (mut reactor, addr) = reactor(NeverConsumes, Opening::ClientSpeaksFirst, config);
     // The loop runs until the test process exits.
     std::thread::spawn(move || reactor.run());
 
-    let mut client = TcpStream::connect(addr).expect("connecting");
-    client.set_read_timeout(Some(Duration::from_secs(10))).expect("a read timeout");
+    let mut client = client(addr);
     client.write_all(&[b'x'; 1000]).expect("sending under the limit");
+    // Under the limit the connection stays open: nothing to read, no end of stream.
+    client.set_read_timeout(Some(Duration::from_millis(300))).expect("a short read timeout");
+    match client.read(&mut [0u8; 16]) {
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+        other => panic!("under the limit the connection must stay open and silent, got {other:?}"),
+    }
+    client.set_read_timeout(Some(WAIT)).expect("a read timeout");
     client.write_all(&[b'x'; 8000]).expect("sending over the limit");
     let mut rest = Vec::new();
     // Closed without an answer: end of stream, or a reset for the unread bytes.
     match client.read_to_end(&mut rest) {
         Ok(_) => assert!(rest.is_empty(), "no answer expected, got {rest:?}"),
-        Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}"),
+        Err(e) => assert_eq!(e.kind(), ErrorKind::ConnectionReset, "{e}"),
     }
+}
+
+/// Greets every connection, wakes on demand, and keeps a timer on the first
+/// connection only; records what it saw.
+#[derive(Default)]
+struct Recorder {
+    opened: Vec<ConnId>,
+    timers_fired: usize,
+}
+
+impl Protocol for Recorder {
+    type Conn = ();
+
+    fn on_open(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
+        if self.opened.is_empty() {
+            io.set_timer(Duration::from_millis(100));
+        }
+        self.opened.push(io.id());
+        io.write(b"220 ready\r\n");
+        Flow::Continue
+    }
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], _io: &mut Io<'_>) -> Verdict {
+        Verdict::keep(input.len())
+    }
+
+    fn on_timer(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
+        self.timers_fired += 1;
+        io.write(b"timer\r\n");
+        Flow::Continue
+    }
+
+    fn on_wake(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
+        io.write(b"woken\r\n");
+        Flow::Continue
+    }
+}
+
+#[test]
+fn a_server_greets_a_connection_that_has_sent_nothing() {
+    let (mut reactor, addr) = reactor(Recorder::default(), Opening::ServerSpeaksFirst, Config::default());
+    let mut first = client(addr);
+    turn_until(&mut reactor, "the connection accepted", |r| r.protocol().opened.len() == 1);
+    assert_eq!(read_text(&mut first, 11), "220 ready\r\n");
+}
+
+#[test]
+fn an_accepted_connection_can_be_woken_and_a_closed_ones_id_wakes_nothing() {
+    let (mut reactor, addr) = reactor(Recorder::default(), Opening::ServerSpeaksFirst, Config::default());
+    let mut first = client(addr);
+    turn_until(&mut reactor, "the first connection accepted", |r| r.protocol().opened.len() == 1);
+    assert_eq!(read_text(&mut first, 11), "220 ready\r\n");
+    let first_id = reactor.protocol().opened[0];
+    assert!(reactor.wake(first_id), "an open connection is woken");
+    assert_eq!(read_text(&mut first, 7), "woken\r\n");
+
+    drop(first);
+    turn_until(&mut reactor, "the first connection closed", |r| r.stats().open == 0);
+    // The next connection takes the freed slot; the old id must not name it.
+    let mut second = client(addr);
+    turn_until(&mut reactor, "the second connection accepted", |r| r.protocol().opened.len() == 2);
+    assert_eq!(read_text(&mut second, 11), "220 ready\r\n");
+    assert!(!reactor.wake(first_id), "a closed connection's id wakes nothing");
+    let second_id = reactor.protocol().opened[1];
+    assert_ne!(first_id, second_id);
+    assert!(reactor.wake(second_id));
+    assert_eq!(read_text(&mut second, 7), "woken\r\n", "only the wake by its own id reached it");
+}
+
+#[test]
+fn a_timer_cancelled_by_close_never_fires_on_the_slots_next_connection() {
+    let (mut reactor, addr) = reactor(Recorder::default(), Opening::ServerSpeaksFirst, Config::default());
+    let first = client(addr);
+    turn_until(&mut reactor, "the first connection accepted", |r| r.protocol().opened.len() == 1);
+    let armed_at = Instant::now();
+    drop(first);
+    turn_until(&mut reactor, "the first connection closed", |r| r.stats().open == 0);
+    let _second = client(addr);
+    turn_until(&mut reactor, "the second connection accepted", |r| r.protocol().opened.len() == 2);
+    // Well past the first connection's deadline, on the loop's own clock.
+    turn_until(&mut reactor, "300 ms passed", |_| armed_at.elapsed() > Duration::from_millis(300));
+    assert_eq!(reactor.protocol().timers_fired, 0, "the closed connection's timer fired");
+}
+
+#[test]
+fn a_timer_fires_on_an_open_connection() {
+    let (mut reactor, addr) = reactor(Recorder::default(), Opening::ServerSpeaksFirst, Config::default());
+    let mut first = client(addr);
+    turn_until(&mut reactor, "the timer fired", |r| r.protocol().timers_fired == 1);
+    assert_eq!(read_text(&mut first, 18), "220 ready\r\ntimer\r\n");
+}
+
+/// Answers one line per call and pauses with the rest; after a pause with nothing
+/// written, its timer's output lets it go on.
+#[derive(Default)]
+struct OneLineAtATime {
+    /// Set by the timer: the next call answers a line.
+    ready: bool,
+    /// Pause with nothing written until the timer fires, before each line.
+    wait_for_timer: bool,
+}
+
+impl Protocol for OneLineAtATime {
+    type Conn = ();
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+        let Some(end) = input.iter().position(|&b| b == b'\n') else { return Verdict::keep(0) };
+        if self.wait_for_timer && !std::mem::take(&mut self.ready) {
+            io.set_timer(Duration::from_millis(1));
+            return Verdict::pause(0);
+        }
+        io.write(&input[..=end]);
+        Verdict::pause(end + 1)
+    }
+
+    fn on_timer(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
+        self.ready = true;
+        io.write(b"+");
+        Flow::Continue
+    }
+}
+
+/// Sends `lines` numbered lines in one write and reads them back, each with `prefix`.
+fn paused_lines_all_answered(protocol: OneLineAtATime, lines: usize, prefix: &str) {
+    let (mut reactor, addr) = reactor(protocol, Opening::ClientSpeaksFirst, Config::default());
+    std::thread::spawn(move || reactor.run());
+    let mut client = client(addr);
+    let text: String = (0..lines).map(|i| format!("{i:04}\n")).collect();
+    client.write_all(text.as_bytes()).expect("sending the lines");
+    let expected: String = (0..lines).map(|i| format!("{prefix}{i:04}\n")).collect();
+    assert_eq!(read_text(&mut client, expected.len()), expected);
+}
+
+#[test]
+fn a_paused_protocol_is_called_again_without_a_new_edge() {
+    paused_lines_all_answered(OneLineAtATime::default(), 1000, "");
+}
+
+#[test]
+fn a_pause_with_nothing_written_waits_for_the_timers_output() {
+    paused_lines_all_answered(OneLineAtATime { ready: false, wait_for_timer: true }, 50, "+");
 }
