@@ -6,9 +6,8 @@ mod util;
 
 use std::io::{Read, Write};
 use std::path::Path;
-use std::process::Command;
 
-use util::{connect, run_capturing, Method, Server, WAIT};
+use util::{connect, run_capturing, tool_available, Method, Server, WAIT};
 
 #[test]
 fn hello_serves_its_json_on_every_path_from_two_workers() {
@@ -68,8 +67,7 @@ fn redis_ping_closes_after_quit_and_after_a_protocol_error() {
 
 #[test]
 fn redis_ping_talks_to_the_stock_redis_cli() {
-    if Command::new("redis-cli").arg("--version").output().is_err() {
-        eprintln!("skipped: redis-cli is not installed (apt-get install redis-tools)");
+    if !tool_available("redis-cli", "redis-tools") {
         return;
     }
     let server = Server::example("redis_ping", &["--workers", "1"]);

@@ -221,3 +221,18 @@ fn parse_stopped(line: &str) -> Option<StoppedLine> {
 pub fn stopped_lines(stderr: &str) -> Vec<StoppedLine> {
     stderr.lines().filter_map(parse_stopped).collect()
 }
+
+/// Whether the program `name` is on PATH, for a test that talks to it. When it is
+/// not, the test says so on its output and is skipped, unless the environment
+/// variable `PERCORE_REQUIRE_TOOLS` is set (as `.ci/run` sets it, after installing
+/// them): then it fails, so that CI never passes without running it.
+pub fn tool_available(name: &str, package: &str) -> bool {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    if std::env::split_paths(&path).any(|dir| dir.join(name).is_file()) {
+        return true;
+    }
+    let why = format!("{name} is not installed (apt-get install {package})");
+    assert!(std::env::var_os("PERCORE_REQUIRE_TOOLS").is_none(), "{why}, and PERCORE_REQUIRE_TOOLS is set");
+    eprintln!("skipped: {why}");
+    false
+}
