@@ -1,6 +1,6 @@
 //! Properties of the parse and of the hello protocol over arbitrary input.
 
-use percore::http::{parse, parse_response, Hello, HelloConfig, Limits, Progress, ResponseParser};
+use percore::http::{parse, parse_response, Hello, HelloConfig, Limits, Progress, ResponseParser, Status};
 use percore::reactor::{Harness, Then};
 use proptest::prelude::*;
 use std::time::{Duration, UNIX_EPOCH};
@@ -76,6 +76,39 @@ fn split_at<'a>(bytes: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
     chunks
 }
 
+/// A request head, or one that differs from it in one byte (its method, version,
+/// a header name or value), or with a byte more or less.
+fn near_copies() -> impl Strategy<Value = Vec<u8>> {
+    const BASE: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n";
+    (any::<prop::sample::Index>(), prop::sample::select(&b"GHPT01cCkx: \r\n9"[..]), 0..4u8).prop_map(
+        |(at, byte, how)| {
+            let mut bytes = BASE.to_vec();
+            let at = at.index(bytes.len());
+            match how {
+                0 => {}
+                1 => bytes[at] = byte,
+                2 => bytes.insert(at, byte),
+                _ => {
+                    bytes.remove(at);
+                }
+            }
+            bytes
+        },
+    )
+}
+
+/// Whether `request` is one whole request with no body (or refused): then a
+/// pipeline of such is the same requests, one after the other.
+fn complete_in_itself(request: &[u8]) -> bool {
+    match parse(request, &Limits::default()) {
+        Ok(Status::Complete(parsed)) => {
+            parsed.head_len == request.len() && parsed.content_length == 0 && !parsed.chunked
+        }
+        Ok(Status::Partial) => false,
+        Err(_) => true,
+    }
+}
+
 /// Responses whose heads differ from one another in a byte or a few: the same head
 /// with another length, connection option, status, version or line ending.
 const RESPONSES: &[&str] = &[
@@ -138,6 +171,20 @@ proptest! {
         let split = serve_in_chunks(&split_at(&bytes, &cuts));
         prop_assert_eq!(String::from_utf8_lossy(&split), String::from_utf8_lossy(&whole));
         prop_assert!(whole.starts_with(b"HTTP/1.1 "), "the first request was answered");
+    }
+
+    /// The server remembers the last head it parsed; heads that differ from it in one
+    /// byte must still be parsed, not taken for it.
+    #[test]
+    fn a_remembered_request_head_answers_as_a_fresh_parse(
+        requests in prop::collection::vec(near_copies().prop_filter("one whole request", |r| complete_in_itself(r)), 1..30)
+    ) {
+        let pipelined = serve_in_chunks(&[&requests.concat()]);
+        let one_by_one: Vec<u8> = requests.iter().map(|request| serve_in_chunks(&[request])).collect::<Vec<_>>().concat();
+        // Served one by one, each request gets a fresh server; the pipeline stops at
+        // the first that closes.
+        prop_assert!(one_by_one.starts_with(&pipelined), "{}\n---\n{}",
+            String::from_utf8_lossy(&pipelined), String::from_utf8_lossy(&one_by_one));
     }
 
     #[test]

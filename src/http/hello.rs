@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use super::memo::{Head, HeadMemo};
 use super::parse::{Limits, Method, Progress, Status, Version};
 use super::prebuilt::{http_date, Persist, Response, Variants};
 use crate::reactor::{Flow, Io, Protocol, Verdict};
@@ -78,6 +79,8 @@ pub struct Hello {
     delay: Duration,
     draining: bool,
     counts: Counts,
+    /// The last head parsed: the same bytes again are not parsed again.
+    memo: HeadMemo,
 }
 
 /// Per-connection state of [`Hello`]: the resumable parse of a head that arrives in
@@ -145,6 +148,7 @@ impl Hello {
             delay: config.delay,
             draining: false,
             counts: Counts::default(),
+            memo: HeadMemo::default(),
         }
     }
 
@@ -228,12 +232,22 @@ impl Protocol for Hello {
             if at == input.len() {
                 return Verdict::keep(at);
             }
-            let request = match conn.progress.parse(&input[at..], &self.limits) {
-                Ok(Status::Complete(request)) => request,
-                Ok(Status::Partial) => return Verdict::keep(at),
-                Err(e) => return self.refuse(conn, e.status(), at, io),
+            let request = match self.memo.recall(&input[at..]) {
+                Some(head) => {
+                    conn.progress = Progress::default();
+                    head
+                }
+                None => match conn.progress.parse(&input[at..], &self.limits) {
+                    Ok(Status::Complete(request)) => {
+                        let head = Head::of(&request);
+                        self.memo.remember(&input[at..], head);
+                        head
+                    }
+                    Ok(Status::Partial) => return Verdict::keep(at),
+                    Err(e) => return self.refuse(conn, e.status(), at, io),
+                },
             };
-            at += request.head_len;
+            at += request.len;
             conn.body_left = request.content_length;
             if request.chunked {
                 // A chunked body's end would need the chunk parse; refuse rather than

@@ -3,6 +3,7 @@
 
 mod client;
 mod hello;
+mod memo;
 mod parse;
 mod prebuilt;
 mod syntax;
