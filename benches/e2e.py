@@ -1,24 +1,34 @@
 #!/usr/bin/env python3
-"""End-to-end comparison on this machine, in one run: percore (and nginx, where
-installed) pinned to one CPU, loaded from another CPU by `percore bench` (and wrk,
-where installed), at keep-alive and pipelined shapes.
+"""End-to-end comparison on this machine, in one run: the README's performance table.
 
-Where a C compiler is installed it adds the kernel floor: benches/floor/server.c and
-client.c do nothing but the system calls a keep-alive request needs (no parse, no
-timing), so their CPU per request is what the kernel alone costs on this machine.
-The floor client loads keep-alive only and measures no latency.
+Each server is pinned to one CPU (--server-cpu) and loaded from another (--load-cpu),
+shape after shape, server after server, for --rounds rounds. A machine shared with
+others drifts by tens of per cent within an hour, so what to quote is the ratio of
+server CPU per request between two servers measured back to back in the same round;
+the table gives each ratio as the median of its per-round ratios, with the rounds.
 
-Prints one table: requests/s, p99 latency, and CPU microseconds per request of the
-server and of the load generator (utime+stime from /proc, before and after). On a
-shared machine absolute numbers drift; compare rows measured in the same run.
+Servers (those installed or built; --servers picks):
+  percore   target/release/percore serve, one worker
+  baseline  another percore binary (--baseline PATH), e.g. the previous main's
+  floor     benches/floor/server.c: only the system calls a request needs
+  nginx     nginx-light, one worker, access_log off, sendfile off (and on, for files)
 
-    python3 benches/e2e.py                 # builds percore in release mode first
-    python3 benches/e2e.py --duration 10 --connections 100 --server-cpu 0 --load-cpu 1
-    sudo python3 benches/e2e.py --apply-sysctl   # applies sysctl.conf first (root)
+Shapes (--shapes picks):
+  ka-cN        wrk -t1 -cN, keep-alive
+  pipe16-c100  wrk -t1 -c100, 16 requests in each write
+  close-c100   ab -c100 without -k: a connection per request
+  body1m-c100  wrk -t1 -c100 for a 1 MiB body (percore --body-file; nginx a file,
+               sendfile off, and on beside it as nginx-sendfile)
+  idle-10k     10,000 idle keep-alive connections: the worker's RSS per connection
 
-It never needs root unless --apply-sysctl is given, and says what it skips and why.
+    python3 benches/e2e.py                        # builds percore, 5 rounds of 5 s
+    python3 benches/e2e.py --rounds 3 --duration 3 --shapes ka-c100,pipe16-c100
+    python3 benches/e2e.py --baseline /tmp/percore-old --servers percore,baseline,floor
+
+Needs taskset; wrk and ab (apache2-utils) for the loads; nginx (nginx-light) and a C
+compiler for those servers. It says what it skips and why, and never needs root.
 """
-import argparse, json, os, re, shutil, signal, socket, subprocess, sys, tempfile, time
+import argparse, json, os, re, resource, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PERCORE = os.path.join(ROOT, 'target', 'release', 'percore')
@@ -27,25 +37,256 @@ PIPELINE_LUA = 'init = function(args)\n  local r = {}\n  for i = 1, 16 do r[i] =
 NGINX_CONF = """daemon off; master_process off; worker_processes 1;
 pid {dir}/nginx.pid; error_log {dir}/error.log crit; worker_rlimit_nofile 65536;
 events {{ worker_connections 65536; use epoll; }}
-http {{ access_log off; keepalive_requests 1000000;
+http {{ access_log off; keepalive_requests 1000000; sendfile {sendfile};
   client_body_temp_path {dir}/body; proxy_temp_path {dir}/proxy; fastcgi_temp_path {dir}/fastcgi;
   uwsgi_temp_path {dir}/uwsgi; scgi_temp_path {dir}/scgi;
-  server {{ listen 127.0.0.1:{port}; location / {{ default_type text/plain; return 200 "hello, world!\\n"; }} }} }}
+  server {{ listen 127.0.0.1:{port} backlog=4096;
+    location / {{ default_type text/plain; return 200 "hello, world!\\n"; }}
+    location = /body {{ default_type application/octet-stream; alias {body}; }} }} }}
 """
+SHAPES = ['ka-c30', 'ka-c100', 'ka-c1000', 'pipe16-c100', 'close-c100', 'body1m-c100', 'idle-10k']
+AB_REQUESTS = 20000
+BODY_SIZE = 1024 * 1024
 
 
-def cpu_seconds(pid):
-    """utime+stime of a process and its children, in seconds."""
-    total, todo = 0.0, [pid]
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--rounds', type=int, default=5)
+    ap.add_argument('--duration', type=int, default=5, help='seconds per load (default 5)')
+    ap.add_argument('--shapes', default=','.join(SHAPES))
+    ap.add_argument('--servers', default='percore,baseline,floor,nginx')
+    ap.add_argument('--baseline', help='another percore binary to compare with')
+    ap.add_argument('--server-cpu', type=int, default=0)
+    ap.add_argument('--load-cpu', type=int, default=1)
+    ap.add_argument('--no-build', action='store_true', help='use target/release/percore as it is')
+    ap.add_argument('--json', help='also write every measurement to this file')
+    args = ap.parse_args()
+    if not shutil.which('taskset'):
+        sys.exit('taskset (util-linux) is needed to pin the server and the load')
+    if not args.no_build:
+        subprocess.run(['cargo', 'build', '--release', '--quiet'], cwd=ROOT, check=True)
+    raise_open_files()
+    with tempfile.TemporaryDirectory(prefix='percore-e2e-') as workdir:
+        servers = available_servers(args, workdir)
+        shapes = available_shapes(args.shapes.split(','))
+        body = os.path.join(workdir, 'body')
+        with open(body, 'wb') as f:
+            f.write(os.urandom(BODY_SIZE))
+        lua = os.path.join(workdir, 'pipeline.lua')
+        with open(lua, 'w') as f:
+            f.write(PIPELINE_LUA)
+        env = dict(workdir=workdir, body=body, lua=lua, args=args)
+        results = []
+        for round_ in range(args.rounds):
+            for shape in shapes:
+                for server in servers_for(shape, servers):
+                    result = measure(server, shape, env)
+                    result.update(server=server, shape=shape, round=round_)
+                    results.append(result)
+                    say(f'round {round_ + 1}/{args.rounds} {shape:12} {server:15} ' + summary(result))
+    if args.json:
+        with open(args.json, 'w') as f:
+            json.dump(results, f, indent=1)
+    print(table(results, args))
+
+
+def available_servers(args, workdir):
+    servers = []
+    for name in args.servers.split(','):
+        if name == 'baseline' and not args.baseline:
+            continue
+        if name == 'baseline' and not os.access(args.baseline, os.X_OK):
+            sys.exit(f'--baseline {args.baseline}: not an executable')
+        if name == 'nginx' and not shutil.which('nginx'):
+            say('skipped nginx: not installed (apt-get install nginx-light)')
+            continue
+        if name == 'floor' and not build_floor(workdir):
+            continue
+        servers.append(name)
+    return servers
+
+
+def available_shapes(shapes):
+    tools = {'ab': 'apache2-utils', 'wrk': 'wrk'}
+    kept = []
+    for shape in shapes:
+        if shape not in SHAPES:
+            sys.exit(f'unknown shape {shape}; known: {", ".join(SHAPES)}')
+        tool = 'ab' if shape.startswith('close') else 'wrk'
+        if shape != 'idle-10k' and not shutil.which(tool):
+            say(f'skipped {shape}: {tool} is not installed (apt-get install {tools[tool]})')
+            continue
+        kept.append(shape)
+    return kept
+
+
+def servers_for(shape, servers):
+    """Who serves a shape: the floor answers hellos only; files get nginx twice."""
+    chosen = [s for s in servers if not (s == 'floor' and shape in ('body1m-c100', 'idle-10k'))]
+    if shape == 'body1m-c100' and 'nginx' in chosen:
+        chosen.append('nginx-sendfile')
+    return chosen
+
+
+def build_floor(workdir):
+    """Builds the floor server into workdir; False (said why) without a compiler."""
+    cc = shutil.which('cc') or shutil.which('gcc')
+    if not cc:
+        say('skipped the floor: no C compiler (apt-get install gcc)')
+        return False
+    source = os.path.join(ROOT, 'benches', 'floor', 'server.c')
+    built = subprocess.run([cc, '-O2', '-o', os.path.join(workdir, 'floor-server'), source],
+                           stderr=subprocess.PIPE, text=True)
+    if built.returncode != 0:
+        say(f'skipped the floor: {source} did not build:\n{built.stderr}')
+        return False
+    return True
+
+
+def start(server, shape, port, env):
+    """Starts `server` pinned to the server CPU, in a session of its own."""
+    args, workdir = env['args'], env['workdir']
+    body = ['--body-file', env['body']] if shape.startswith('body') else []
+    if server in ('percore', 'baseline'):
+        binary = PERCORE if server == 'percore' else args.baseline
+        cmd = [binary, 'serve', '--bind', '127.0.0.1', '--port', str(port), '--workers', '1',
+               '--keepalive-timeout', '0'] + body
+    elif server == 'floor':
+        close = ['close'] if shape.startswith('close') else []
+        cmd = [os.path.join(workdir, 'floor-server'), str(port), '1', 'nopin'] + close
+    else:
+        conf = os.path.join(workdir, f'{server}.conf')
+        sendfile = 'on' if server == 'nginx-sendfile' else 'off'
+        with open(conf, 'w') as f:
+            f.write(NGINX_CONF.format(dir=workdir, port=port, sendfile=sendfile, body=env['body']))
+        cmd = ['nginx', '-p', workdir, '-c', conf]
+    proc = subprocess.Popen(['taskset', '-c', str(args.server_cpu)] + cmd, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    if not wait_listening(port):
+        stop(proc)
+        raise RuntimeError(f'{server} did not start listening on port {port}')
+    return proc
+
+
+def stop(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=15)
+    except (OSError, subprocess.TimeoutExpired):
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def measure(server, shape, env):
+    port = free_port()
+    proc = start(server, shape, port, env)
+    try:
+        if shape == 'idle-10k':
+            return idle_connections(proc, port, 10000)
+        load(shape, port, env, warm_up=True)
+        before = tree_cpu(proc.pid)
+        result = load(shape, port, env)
+        cpu = tree_cpu(proc.pid) - before
+        result['cpu_us'] = cpu * 1e6 / result['requests'] if result['requests'] else float('nan')
+        return result
+    finally:
+        stop(proc)
+
+
+def load(shape, port, env, warm_up=False):
+    """Runs the shape's load; returns requests, requests/s, p99 ms, errors."""
+    args = env['args']
+    pin = ['taskset', '-c', str(args.load_cpu)]
+    connections = shape.rsplit('-c', 1)[1]
+    path = '/body' if shape.startswith('body') else '/'
+    url = f'http://127.0.0.1:{port}{path}'
+    if shape.startswith('close'):
+        count = AB_REQUESTS // 10 if warm_up else AB_REQUESTS
+        out = run(pin + ['ab', '-q', '-n', str(count), '-c', connections, url], 300)
+        done = int(re.search(r'Complete requests:\s+(\d+)', out).group(1))
+        failed = int(re.search(r'Failed requests:\s+(\d+)', out).group(1))
+        rps = float(re.search(r'Requests per second:\s+([\d.]+)', out).group(1))
+        p99 = re.search(r'\n\s+99%\s+(\d+)', out)
+        return dict(requests=done, rps=rps, p99_ms=float(p99.group(1)) if p99 else None, errors=failed)
+    seconds = 1 if warm_up else args.duration
+    cmd = pin + ['wrk', '-t1', '-c', connections, '-d', f'{seconds}s', '--latency']
+    cmd += ['-s', env['lua']] if shape.startswith('pipe') else []
+    out = run(cmd + [url], seconds + 60)
+    requests = int(re.search(r'(\d+) requests in', out).group(1))
+    rps = float(re.search(r'Requests/sec:\s+([\d.]+)', out).group(1))
+    value, unit = re.search(r'99%\s+([\d.]+)(us|ms|s)', out).groups()
+    errors = re.search(r'Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)', out)
+    non_2xx = re.search(r'Non-2xx or 3xx responses: (\d+)', out)
+    errors = sum(map(int, errors.groups())) if errors else 0
+    errors += int(non_2xx.group(1)) if non_2xx else 0
+    return dict(requests=requests, rps=rps, p99_ms=float(value) * {'us': 0.001, 'ms': 1, 's': 1000}[unit],
+                errors=errors)
+
+
+def idle_connections(proc, port, count):
+    """Opens `count` keep-alive connections, each answered once, and returns the
+    server's RSS growth per connection (bytes), read from /proc."""
+    def rss_kib():
+        return sum(kib(pid, 'VmRSS') for pid in tree_pids(proc.pid))
+    request = b'GET / HTTP/1.1\r\nHost: a\r\n\r\n'
+    # One first answer, so every lazily allocated buffer is there before the baseline.
+    with socket.create_connection(('127.0.0.1', port)) as first:
+        first.sendall(request)
+        first.recv(4096)
+    time.sleep(0.2)
+    before = rss_kib()
+    connections = []
+    for _ in range(count):
+        s = socket.create_connection(('127.0.0.1', port))
+        s.sendall(request)
+        connections.append(s)
+    for s in connections:
+        s.settimeout(10)
+        s.recv(4096)
+    time.sleep(0.2)
+    after = rss_kib()
+    for s in connections:
+        s.close()
+    return dict(requests=count, bytes_per_conn=(after - before) * 1024 / count)
+
+
+def run(cmd, timeout):
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                          timeout=timeout, check=True).stdout
+
+
+def tree_pids(root):
+    pids, todo = [], [root]
     while todo:
-        p = todo.pop()
+        pid = todo.pop()
+        pids.append(pid)
         try:
-            fields = open(f'/proc/{p}/stat').read().rsplit(')', 1)[1].split()
+            todo += [int(c) for c in open(f'/proc/{pid}/task/{pid}/children').read().split()]
+        except OSError:
+            pass
+    return pids
+
+
+def tree_cpu(root):
+    """utime+stime, in seconds, of a process and its descendants."""
+    total = 0.0
+    for pid in tree_pids(root):
+        try:
+            fields = open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()
             total += (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
-            todo += [int(c) for c in open(f'/proc/{p}/task/{p}/children').read().split()]
         except OSError:
             pass
     return total
+
+
+def kib(pid, field):
+    try:
+        for line in open(f'/proc/{pid}/status'):
+            if line.startswith(field + ':'):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 def free_port():
@@ -65,151 +306,61 @@ def wait_listening(port, seconds=10):
     return False
 
 
-def start_server(name, port, cpu, workdir):
-    if name == 'percore':
-        cmd = [PERCORE, 'serve', '--bind', '127.0.0.1', '--port', str(port), '--workers', '1', '--backlog', '4096']
-    elif name == 'floor':
-        cmd = [os.path.join(workdir, 'floor-server'), str(port), '1', 'nopin']
-    else:
-        conf = os.path.join(workdir, 'nginx.conf')
-        open(conf, 'w').write(NGINX_CONF.format(dir=workdir, port=port))
-        cmd = ['nginx', '-p', workdir, '-c', conf]
-    proc = subprocess.Popen(['taskset', '-c', str(cpu)] + cmd, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    if not wait_listening(port):
-        stop(proc)
-        raise RuntimeError(f'{name} did not start listening on port {port}')
-    return proc
-
-
-def stop(proc):
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=15)
-    except (OSError, subprocess.TimeoutExpired):
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-
-
-def run_load(loader, shape, port, args, workdir, lua):
-    """Runs one load; returns (requests, requests/s, p99 ms)."""
-    url = f'http://127.0.0.1:{port}/'
-    pin = ['taskset', '-c', str(args.load_cpu)]
-    if loader == 'percore bench':
-        cmd = pin + [PERCORE, 'bench', '-t', '1', '-c', str(args.connections), '-d', f'{args.duration}s', '--json']
-        cmd += ['--pipeline', '16'] if shape == 'pipe16' else []
-        cmd += [url]
-    elif loader == 'floor':
-        cmd = pin + [os.path.join(workdir, 'floor-client'), str(port), str(args.connections), str(args.duration)]
-    else:
-        cmd = pin + ['wrk', '-t1', '-c', str(args.connections), '-d', f'{args.duration}s', '--latency']
-        cmd += ['-s', lua] if shape == 'pipe16' else []
-        cmd += [url]
-    out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=args.duration + 60, check=True).stdout
-    if loader == 'percore bench':
-        report = json.loads(out)
-        return report['requests'], report['requests_per_sec'], report['latency_us']['percentiles']['99'] / 1000
-    if loader == 'floor':
-        requests, seconds = out.split()
-        return int(requests), int(requests) / float(seconds), None
-    requests = int(re.search(r'(\d+) requests in', out).group(1))
-    rps = float(re.search(r'Requests/sec:\s+([\d.]+)', out).group(1))
-    value, unit = re.search(r'99%\s+([\d.]+)(us|ms|s)', out).groups()
-    p99 = float(value) * {'us': 0.001, 'ms': 1, 's': 1000}[unit]
-    return requests, rps, p99
-
-
-def measure(loader, shape, server_proc, port, args, workdir, lua):
-    """The load generator's CPU comes from os.times() of reaped children."""
-    before_server = cpu_seconds(server_proc.pid)
-    before_load = os.times()
-    requests, rps, p99 = run_load(loader, shape, port, args, workdir, lua)
-    after_load = os.times()
-    server_cpu = cpu_seconds(server_proc.pid) - before_server
-    load_cpu = (after_load.children_user - before_load.children_user) + \
-               (after_load.children_system - before_load.children_system)
-    per = lambda seconds: seconds * 1e6 / requests if requests else float('nan')
-    return dict(rps=rps, p99_ms=p99, server_us=per(server_cpu), load_us=per(load_cpu), requests=requests)
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    ap.add_argument('--duration', type=int, default=10, help='seconds per load (default 10)')
-    ap.add_argument('--connections', type=int, default=100)
-    ap.add_argument('--server-cpu', type=int, default=0)
-    ap.add_argument('--load-cpu', type=int, default=1)
-    ap.add_argument('--shapes', default='ka,pipe16', help='ka (keep-alive), pipe16 (16-deep pipelining)')
-    ap.add_argument('--apply-sysctl', action='store_true', help='apply sysctl.conf first (needs root)')
-    ap.add_argument('--no-build', action='store_true', help='use target/release/percore as it is')
-    args = ap.parse_args()
-
-    if args.apply_sysctl:
-        subprocess.run(['sysctl', '-q', '-p', os.path.join(ROOT, 'sysctl.conf')], check=True)
-    if not args.no_build:
-        subprocess.run(['cargo', 'build', '--release', '--quiet'], cwd=ROOT, check=True)
-    servers, loaders = ['percore'], ['percore bench']
-    for tool, role, names in (('nginx', 'server', servers), ('wrk', 'load generator', loaders)):
-        if shutil.which(tool):
-            names.append(tool)
-        else:
-            print(f'skipped {tool}: not installed (apt-get install {"nginx-light" if tool == "nginx" else tool})'
-                  f'; no {role} to compare with', file=sys.stderr)
-    if not shutil.which('taskset'):
-        sys.exit('taskset (util-linux) is needed to pin the server and the load')
-    resource_limit()
-
-    rows = []
-    with tempfile.TemporaryDirectory(prefix='percore-e2e-') as workdir:
-        if build_floor(workdir):
-            servers.append('floor')
-            loaders.append('floor')
-        lua = os.path.join(workdir, 'pipeline.lua')
-        open(lua, 'w').write(PIPELINE_LUA)
-        for server in servers:
-            port = free_port()
-            proc = start_server(server, port, args.server_cpu, workdir)
-            try:
-                for shape in args.shapes.split(','):
-                    for loader in loaders:
-                        # The floor takes each read for one request or response.
-                        if 'floor' in (server, loader) and shape != 'ka':
-                            continue
-                        result = measure(loader, shape, proc, port, args, workdir, lua)
-                        rows.append((server, loader, shape, result))
-                        print(f'  {server:8} {loader:14} {shape:7} {result["rps"]:>12.0f} req/s', file=sys.stderr)
-            finally:
-                stop(proc)
-
-    print(f'\n{args.connections} connections, {args.duration} s each; server on CPU {args.server_cpu}, '
-          f'load on CPU {args.load_cpu}\n')
-    print('| server | load | shape | requests/s | p99 ms | server CPU µs/req | load CPU µs/resp |')
-    print('|---|---|---|---|---|---|---|')
-    for server, loader, shape, r in rows:
-        p99 = '–' if r['p99_ms'] is None else f'{r["p99_ms"]:.2f}'
-        print(f'| {server} | {loader} | {shape} | {r["rps"]:.0f} | {p99} | '
-              f'{r["server_us"]:.2f} | {r["load_us"]:.2f} |')
-
-
-def build_floor(workdir):
-    """Builds the floor server and client into workdir; False (said why) without a compiler."""
-    cc = shutil.which('cc') or shutil.which('gcc')
-    if not cc:
-        print('skipped the kernel floor: no C compiler (apt-get install gcc)', file=sys.stderr)
-        return False
-    for name in ('server', 'client'):
-        source = os.path.join(ROOT, 'benches', 'floor', f'{name}.c')
-        built = subprocess.run([cc, '-O2', '-o', os.path.join(workdir, f'floor-{name}'), source],
-                               stderr=subprocess.PIPE, text=True)
-        if built.returncode != 0:
-            print(f'skipped the kernel floor: {source} did not build:\n{built.stderr}', file=sys.stderr)
-            return False
-    return True
-
-
-def resource_limit():
-    import resource
+def raise_open_files():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def say(text):
+    print(text, file=sys.stderr, flush=True)
+
+
+def summary(r):
+    if 'bytes_per_conn' in r:
+        return f'{r["bytes_per_conn"]:.0f} B per idle connection'
+    p99 = '-' if r['p99_ms'] is None else f'{r["p99_ms"]:.2f} ms'
+    return f'{r["rps"]:>10.0f} req/s  p99 {p99:>9}  {r["cpu_us"]:6.2f} µs CPU/req  errors {r["errors"]}'
+
+
+def table(results, args):
+    """One markdown table: medians per shape and server, and percore's ratio of CPU
+    per request to each other server's, the median of per-round ratios."""
+    shapes = list(dict.fromkeys(r['shape'] for r in results))
+    servers = list(dict.fromkeys(r['server'] for r in results))
+    refs = [s for s in servers if s != 'percore']
+    out = [f'{args.rounds} rounds of {args.duration} s; server on CPU {args.server_cpu}, load on CPU '
+           f'{args.load_cpu}; medians; a ratio is percore\'s CPU per request over the other\'s, the median of '
+           f'its per-round ratios (the rounds in brackets).', '']
+    head = ['shape', 'percore req/s', 'percore p99', 'percore CPU/req']
+    for ref in refs:
+        head += [f'{ref} CPU/req', f'percore / {ref}']
+    out += ['| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)]
+    for shape in shapes:
+        by = {s: [r for r in results if r['shape'] == shape and r['server'] == s] for s in servers}
+        if not by.get('percore'):
+            continue
+        metric = 'bytes_per_conn' if shape == 'idle-10k' else 'cpu_us'
+        unit = (lambda v: f'{v:.0f} B/conn') if shape == 'idle-10k' else (lambda v: f'{v:.2f} µs')
+        mine = by['percore']
+        if shape == 'idle-10k':
+            row = [shape, '–', '–', unit(statistics.median(r[metric] for r in mine))]
+        else:
+            p99s = [r['p99_ms'] for r in mine if r['p99_ms'] is not None]
+            row = [shape, f'{statistics.median(r["rps"] for r in mine):,.0f}',
+                   f'{statistics.median(p99s):.2f} ms' if p99s else '–',
+                   unit(statistics.median(r[metric] for r in mine))]
+        for ref in refs:
+            theirs = by.get(ref) or []
+            if not theirs:
+                row += ['–', '–']
+                continue
+            rounds = {r['round']: r[metric] for r in theirs}
+            ratios = [r[metric] / rounds[r['round']] for r in mine if rounds.get(r['round'])]
+            row.append(unit(statistics.median(r[metric] for r in theirs)))
+            row.append(f'{statistics.median(ratios):.2f} ({" ".join(f"{x:.2f}" for x in ratios)})'
+                       if ratios else '–')
+        out.append('| ' + ' | '.join(row) + ' |')
+    return '\n'.join(out)
 
 
 if __name__ == '__main__':
