@@ -17,8 +17,8 @@
 
 use super::parse::Status;
 use super::syntax::{
-    agreed_length, all_bytes, complete_line, connection_options, find_head_end, is_value_byte, next_line,
-    number, split_field, trim_ows,
+    agreed_length, all_bytes, complete_line, connection_options, field_lines, find_head_end, is_value_byte,
+    next_line, number, split_field, trim_ows,
 };
 
 /// The largest response head accepted, from the status line to the empty line. Twice
@@ -225,17 +225,14 @@ const VERSION_PREFIX: &[u8] = b"HTTP/1.";
 
 /// The status line and the header block: (is HTTP/1.1 or later 1.x, status, fields).
 fn parse_head(head: &[u8]) -> Result<(bool, u16, Fields), ResponseError> {
-    let (line, mut rest) = next_line(head);
+    let (line, rest) = next_line(head);
     let (version_11, status) = parse_status_line(line)?;
     let mut fields = Fields::default();
-    loop {
-        let (line, after) = next_line(rest);
-        if line.is_empty() {
-            return Ok((version_11, status, fields));
-        }
-        fields.add(line)?;
-        rest = after;
+    for field in field_lines(rest) {
+        let (name, value) = field.map_err(|_| ResponseError::Header)?;
+        fields.add(name, value)?;
     }
+    Ok((version_11, status, fields))
 }
 
 /// `status-line = HTTP-version SP status-code SP [ reason-phrase ]`, returning whether
@@ -276,8 +273,7 @@ struct Fields {
 }
 
 impl Fields {
-    fn add(&mut self, line: &[u8]) -> Result<(), ResponseError> {
-        let (name, value) = split_field(line).ok_or(ResponseError::Header)?;
+    fn add(&mut self, name: &[u8], value: &[u8]) -> Result<(), ResponseError> {
         if name.eq_ignore_ascii_case(b"connection") {
             let (close, keep_alive) = connection_options(value);
             self.close |= close;
