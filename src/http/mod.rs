@@ -1,13 +1,14 @@
 //! HTTP/1.1, without I/O: the request parse, prebuilt responses, and [`Hello`], the
 //! protocol that answers every request with one prebuilt response.
 
-mod client;
+mod chunked;
 mod hello;
 mod parse;
 mod prebuilt;
+mod response;
 mod syntax;
 
-pub use client::{parse_response, BodyKind, ResponseError, ResponseHead, ResponseParser};
 pub use hello::{Hello, HelloConfig, HelloConn};
 pub use parse::{parse, Error, Limits, Method, Progress, Request, Status, Version};
 pub use prebuilt::{http_date, Response, Variants, DATE_LEN};
+pub use response::{parse_response, BodyKind, ResponseError, ResponseHead, ResponseParser};
