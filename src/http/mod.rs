@@ -1,5 +1,6 @@
-//! HTTP/1.1, without I/O: the request parse, prebuilt responses, and [`Hello`], the
-//! protocol that answers every request with one prebuilt response.
+//! HTTP/1.1, without I/O: the request parse, prebuilt responses, [`Hello`], the
+//! protocol that answers every request with one prebuilt response, and
+//! [`ResponseReader`], which frames the responses a load generator receives.
 
 mod chunked;
 mod hello;
@@ -11,4 +12,4 @@ mod syntax;
 pub use hello::{Hello, HelloConfig, HelloConn};
 pub use parse::{parse, Error, Limits, Method, Progress, Request, Status, Version};
 pub use prebuilt::{http_date, Response, Variants, DATE_LEN};
-pub use response::{parse_response, BodyKind, ResponseError, ResponseHead, ResponseParser};
+pub use response::{BodyKind, Framed, ResponseError, ResponseHead, ResponseReader, Stream};

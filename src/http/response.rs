@@ -1,8 +1,8 @@
-//! The client side's response parse, for a load generator: where a response ends, and
-//! whether the connection can carry the next request. Nothing is decoded, only framed,
-//! and [`parse_response`] allocates nothing.
+//! The client side's response parse, for a load generator: [`ResponseReader`] frames
+//! the responses of one connection as their bytes arrive, telling where each ends and
+//! whether the connection can carry the next request. Nothing is decoded, only framed.
 //!
-//! RFC 9112, sections 2.2, 4, 6.3 and 7.1:
+//! RFC 9112, sections 2.2, 4 and 6.3:
 //! ```text
 //! HTTP-message  = start-line CRLF *( field-line CRLF ) CRLF [ message-body ]
 //! status-line   = HTTP-version SP status-code SP [ reason-phrase ]
@@ -10,13 +10,12 @@
 //! reason-phrase = 1*( HTAB / SP / VCHAR / obs-text )
 //! field-line    = field-name ":" OWS field-value OWS
 //! ```
-//! As in the request parse, a bare LF ends a line as CRLF does (section 2.2). The parse
-//! is stateless: the caller keeps reading into one buffer and calls again until the
-//! whole response is there, then drops `len` bytes and parses the next one.
-//! [`ResponseParser`] gives the same answers, remembering the last head it parsed.
+//! As in the request parse, a bare LF ends a line as CRLF does (section 2.2). Only the
+//! head must be whole before it is parsed; a body is consumed as it comes, so however
+//! long a server's body (or however endless), the caller's memory stays bounded.
 
-use super::chunked::chunked_len;
-use super::parse::Status;
+use super::chunked::ChunkedBody;
+use super::parse::Method;
 use super::syntax::{
     agreed_length, all_bytes, connection_options, field_lines, find_head_end, is_value_byte, next_line,
     trim_ows,
@@ -39,19 +38,28 @@ pub enum BodyKind {
     None,
 }
 
-/// A parsed response: its status, its framing, and how many bytes of the buffer it took.
+/// A response framed whole: its status, its framing, and its length on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ResponseHead {
-    /// The status code, 100 to 999. A 1xx is an interim response: the final one follows.
+    /// The status code, 100 to 999; see [`is_interim`](ResponseHead::is_interim).
     pub status: u16,
     /// Whether the connection stays open after this response: for HTTP/1.1 unless
     /// `Connection: close`, for HTTP/1.0 only with `Connection: keep-alive`, and never
-    /// after an [`UntilClose`](BodyKind::UntilClose) body or ambiguous framing.
+    /// after an [`UntilClose`](BodyKind::UntilClose) body, ambiguous framing, or a 101.
     pub keep_alive: bool,
     /// How the body is delimited.
     pub body: BodyKind,
     /// Bytes of the whole response: head and body, with chunk framing and trailers.
-    pub len: usize,
+    pub len: u64,
+}
+
+impl ResponseHead {
+    /// An interim response (`100 Continue`, `103 Early Hints`): the final response to
+    /// the same request follows it. A `101 Switching Protocols` is final: after it the
+    /// connection speaks another protocol, so it is not kept alive either.
+    pub fn is_interim(&self) -> bool {
+        (100..200).contains(&self.status) && self.status != 101
+    }
 }
 
 /// Why a response was refused. The connection cannot be used after any of them: where
@@ -68,7 +76,11 @@ pub enum ResponseError {
     /// chunk data is not followed by CRLF.
     Chunk,
     /// The head is larger than 64 KiB.
-    TooLarge,
+    HeadTooLarge,
+    /// A chunk-size line, with its extensions, is longer than 4 KiB.
+    SizeLineTooLong,
+    /// The trailer section of a chunked body is larger than 64 KiB.
+    TrailersTooLarge,
 }
 
 impl std::fmt::Display for ResponseError {
@@ -78,80 +90,170 @@ impl std::fmt::Display for ResponseError {
             ResponseError::Header => "invalid header line",
             ResponseError::ContentLength => "invalid Content-Length",
             ResponseError::Chunk => "invalid chunked body",
-            ResponseError::TooLarge => "response head too large",
+            ResponseError::HeadTooLarge => "response head too large",
+            ResponseError::SizeLineTooLong => "chunk-size line too long",
+            ResponseError::TrailersTooLarge => "trailer section too large",
         })
     }
 }
 
 impl std::error::Error for ResponseError {}
 
-/// Parses the response at the start of `buf`.
-///
-/// `head_request`: the request was HEAD, so there is no body whatever the headers say
-/// (nor is there one after a 1xx, 204 or 304). `at_eof`: the server closed the
-/// connection, so an [`UntilClose`](BodyKind::UntilClose) body ends at `buf.len()`;
-/// without EOF such a response is `Partial`. `Complete` only once the whole response is
-/// in `buf`; a `Partial` at EOF means the response was cut short.
-///
-/// ```
-/// use percore::http::{parse_response, BodyKind, Status};
-/// let buf = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloHTTP/1.1 204 No Content\r\n\r\n";
-/// let Ok(Status::Complete(first)) = parse_response(buf, false, false) else { panic!() };
-/// assert_eq!((first.status, first.body, first.keep_alive), (200, BodyKind::Length(5), true));
-/// let Ok(Status::Complete(second)) = parse_response(&buf[first.len..], false, false) else { panic!() };
-/// assert_eq!((second.status, second.body, second.len), (204, BodyKind::None, 27));
-/// ```
-pub fn parse_response(
-    buf: &[u8],
-    head_request: bool,
-    at_eof: bool,
-) -> Result<Status<ResponseHead>, ResponseError> {
-    match frame(buf, head_request)? {
-        Some((head_len, framing)) => framing.complete(buf, head_len, at_eof),
-        None => Ok(Status::Partial),
-    }
+/// Whether more input may follow what [`ResponseReader::read`] is given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stream {
+    /// The connection is open: more bytes may come.
+    Open,
+    /// The server closed the connection: these are the last bytes, and a body
+    /// delimited by the close ([`BodyKind::UntilClose`]) ends with them.
+    Ended,
 }
 
-/// [`parse_response`] with a memory of the last head it parsed. A server answers a
-/// benchmark with the same head every time (but once a second, when its Date
-/// changes), and a head that is byte for byte the last one is framed the same, so
-/// it is recognised by one comparison instead of parsed again. The answers are
-/// exactly `parse_response`'s.
+/// What one [`ResponseReader::read`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Framed {
+    /// Bytes of the input used up: the caller drops them, and hands the rest in again
+    /// with whatever arrives next.
+    pub consumed: usize,
+    /// The response that ended within those bytes, one per call at most. `None`: more
+    /// input is needed (at [`Stream::Ended`]: the response was cut short).
+    pub completed: Option<ResponseHead>,
+}
+
+/// Frames the responses of one connection as their bytes arrive.
+///
+/// The caller keeps what the reader did not consume and hands it in again, with the
+/// bytes that arrived since, as the loop does with a [`Protocol`](crate::reactor::Protocol)'s
+/// input. Only a head waits to be whole (64 KiB at most) and, after a chunked body,
+/// its trailer section (64 KiB too); body bytes are consumed as they come, so the
+/// caller can drop them, and a chunked body is framed where the last bytes left it.
+///
+/// A server answers a benchmark with the same head every time (but once a second,
+/// when its Date changes), and a head that is byte for byte the last one is framed
+/// the same, so it is recognised by one comparison instead of parsed again.
 ///
 /// ```
-/// use percore::http::{parse_response, ResponseParser};
-/// let buf = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhiHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi";
-/// let mut parser = ResponseParser::new(false);
-/// assert_eq!(parser.parse(buf, false), parse_response(buf, false, false));
-/// assert_eq!(parser.parse(&buf[40..], false), parse_response(&buf[40..], false, false)); // remembered
+/// use percore::http::{BodyKind, Framed, Method, ResponseReader, Stream};
+/// let mut reader = ResponseReader::new(Method::Get);
+/// let first = reader.read(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel", Stream::Open)?;
+/// assert_eq!(first, Framed { consumed: 41, completed: None });
+/// let rest = reader.read(b"loHTTP/1.1 204 No Content\r\n\r\n", Stream::Open)?;
+/// let response = rest.completed.expect("the body ended");
+/// assert_eq!((rest.consumed, response.status, response.body, response.len), (2, 200, BodyKind::Length(5), 43));
+/// # Ok::<(), percore::http::ResponseError>(())
 /// ```
 #[derive(Clone, Debug)]
-pub struct ResponseParser {
-    head_request: bool,
-    /// The last complete head parsed, and what it says.
-    head: Vec<u8>,
-    framing: Option<Framing>,
+pub struct ResponseReader {
+    method: Method,
+    state: State,
+    /// The last head parsed, and what it says.
+    last_head: Vec<u8>,
+    last_framing: Option<Framing>,
 }
 
-impl ResponseParser {
-    /// A parser for the responses to requests of one method: `head_request` as in
-    /// [`parse_response`].
-    pub fn new(head_request: bool) -> ResponseParser {
-        ResponseParser { head_request, head: Vec::new(), framing: None }
+/// Where the reader is in the stream of responses.
+#[derive(Clone, Copy, Debug)]
+enum State {
+    /// Before a head, `scanned` bytes of which were searched for its end already.
+    Head { scanned: usize },
+    /// In the body of `response`, whose `len` counts the bytes consumed so far.
+    Body { response: ResponseHead, left: BodyLeft },
+}
+
+/// What is left of a body.
+#[derive(Clone, Copy, Debug)]
+enum BodyLeft {
+    Nothing,
+    Length(u64),
+    Chunked(ChunkedBody),
+    UntilClose,
+}
+
+impl Default for ResponseReader {
+    /// A reader of the responses to `GET` requests.
+    fn default() -> ResponseReader {
+        ResponseReader::new(Method::Get)
+    }
+}
+
+impl ResponseReader {
+    /// A reader of the responses to requests of `method`: for [`Method::Head`] no
+    /// response has a body, whatever its head says (RFC 9112, 6.3).
+    pub fn new(method: Method) -> ResponseReader {
+        ResponseReader {
+            method,
+            state: State::Head { scanned: 0 },
+            last_head: Vec::new(),
+            last_framing: None,
+        }
     }
 
-    /// Parses the response at the start of `buf`, as [`parse_response`] does.
-    pub fn parse(&mut self, buf: &[u8], at_eof: bool) -> Result<Status<ResponseHead>, ResponseError> {
-        // The remembered head ends at its first empty line, so a buffer that starts
+    /// Frames on through `input`: the bytes of the connection that follow those
+    /// consumed so far. Consumes the rest of the current response at most, so call
+    /// again with the rest while a response completes. A response cut short by the
+    /// end of the stream never completes. After an error the connection is lost: the
+    /// reader's answers are then meaningless.
+    pub fn read(&mut self, input: &[u8], stream: Stream) -> Result<Framed, ResponseError> {
+        let (mut response, mut left, head_len) = match self.state {
+            State::Body { response, left } => (response, left, 0),
+            State::Head { scanned } => match self.head(input, scanned)? {
+                Some((head_len, framing)) => {
+                    let (response, left) = framing.start();
+                    (response, left, head_len)
+                }
+                None => {
+                    self.state = State::Head { scanned: input.len() };
+                    return Ok(Framed { consumed: 0, completed: None });
+                }
+            },
+        };
+        let (body_len, ended) = left.read(&input[head_len..], stream)?;
+        let consumed = head_len + body_len;
+        response.len += consumed as u64;
+        self.state = if ended { State::Head { scanned: 0 } } else { State::Body { response, left } };
+        Ok(Framed { consumed, completed: ended.then_some(response) })
+    }
+
+    /// The head at the start of `input`: its length and framing, `None` while it is
+    /// still arriving.
+    fn head(&mut self, input: &[u8], scanned: usize) -> Result<Option<(usize, Framing)>, ResponseError> {
+        // The remembered head ends at its first empty line, so input that starts
         // with it has that head, whatever follows.
-        if let Some(framing) = self.framing.filter(|_| buf.starts_with(&self.head)) {
-            return framing.complete(buf, self.head.len(), at_eof);
+        if let Some(framing) = self.last_framing.filter(|_| input.starts_with(&self.last_head)) {
+            return Ok(Some((self.last_head.len(), framing)));
         }
-        let Some((head_len, framing)) = frame(buf, self.head_request)? else { return Ok(Status::Partial) };
-        self.head.clear();
-        self.head.extend_from_slice(&buf[..head_len]);
-        self.framing = Some(framing);
-        framing.complete(buf, head_len, at_eof)
+        check_version_prefix(input)?;
+        // Unlike a request, no empty line may come before the status line. Three
+        // bytes back: a head's end seen in part last time ("\r\n\r").
+        let head_end = find_head_end(input, scanned.saturating_sub(3));
+        // Checked complete or not, so that however the bytes arrive the answer is one.
+        if head_end.unwrap_or(input.len()) > MAX_HEAD {
+            return Err(ResponseError::HeadTooLarge);
+        }
+        let Some(head_len) = head_end else { return Ok(None) };
+        let framing = Framing::parse(&input[..head_len], self.method)?;
+        self.last_head.clear();
+        self.last_head.extend_from_slice(&input[..head_len]);
+        self.last_framing = Some(framing);
+        Ok(Some((head_len, framing)))
+    }
+}
+
+impl BodyLeft {
+    /// Consumes what belongs to the body from `body`: how much, and whether the body
+    /// ended there.
+    fn read(&mut self, body: &[u8], stream: Stream) -> Result<(usize, bool), ResponseError> {
+        match self {
+            BodyLeft::Nothing => Ok((0, true)),
+            BodyLeft::Length(left) => {
+                // A length larger than memory is still only counted down.
+                let take = usize::try_from(*left).map_or(body.len(), |left| left.min(body.len()));
+                *left -= take as u64;
+                Ok((take, *left == 0))
+            }
+            BodyLeft::Chunked(chunked) => chunked.read(body),
+            BodyLeft::UntilClose => Ok((body.len(), stream == Stream::Ended)),
+        }
     }
 }
 
@@ -163,77 +265,47 @@ struct Framing {
     body: BodyKind,
 }
 
-/// Parses the head at the start of `buf`: its length and framing, `None` while it is
-/// still arriving.
-fn frame(buf: &[u8], head_request: bool) -> Result<Option<(usize, Framing)>, ResponseError> {
-    // Unlike a request, no empty line may come before the status line.
-    let Some(head_len) = find_head_end(buf, 0) else {
-        check_partial_head(buf)?;
-        return Ok(None);
-    };
-    if head_len > MAX_HEAD {
-        // Also when complete, so that a prefix and the whole never disagree.
-        return Err(ResponseError::TooLarge);
-    }
-    let (version_11, status, fields) = parse_head(&buf[..head_len])?;
-    let body = body_kind(status, head_request, &fields);
-    let keep_alive = match version_11 {
-        true => !fields.close,
-        false => fields.keep_alive && !fields.close,
-    };
-    // RFC 9112, 6.1 and 6.3: HTTP/1.0 with Transfer-Encoding, or both Transfer-Encoding
-    // and Content-Length, is framing a peer may read differently; do not reuse it.
-    let ambiguous = fields.transfer_encoding && (!version_11 || fields.content_length.is_some());
-    let keep_alive = keep_alive && !ambiguous && body != BodyKind::UntilClose;
-    Ok(Some((head_len, Framing { status, keep_alive, body })))
-}
-
 impl Framing {
-    /// The response whose head, of `head_len` bytes, starts `buf`: complete once its
-    /// whole body is there too.
-    fn complete(
-        self,
-        buf: &[u8],
-        head_len: usize,
-        at_eof: bool,
-    ) -> Result<Status<ResponseHead>, ResponseError> {
-        let body_len = match self.body {
-            BodyKind::None => Some(0),
-            BodyKind::Length(length) => usize::try_from(length).ok().filter(|&n| n <= buf.len() - head_len),
-            BodyKind::Chunked => chunked_len(&buf[head_len..])?,
-            BodyKind::UntilClose => at_eof.then_some(buf.len() - head_len),
+    /// The framing of `head`, a whole head up to its empty line, answering `method`.
+    fn parse(head: &[u8], method: Method) -> Result<Framing, ResponseError> {
+        let (line, fields) = next_line(head);
+        let (version_11, status) = parse_status_line(line)?;
+        let fields = Fields::parse(fields)?;
+        let body = body_kind(status, method, &fields);
+        let keep_alive = match version_11 {
+            true => !fields.close,
+            false => fields.keep_alive && !fields.close,
         };
-        let Some(body_len) = body_len else { return Ok(Status::Partial) };
+        // RFC 9112, 6.1 and 6.3: HTTP/1.0 with Transfer-Encoding, or both Transfer-Encoding
+        // and Content-Length, is framing a peer may read differently; do not reuse it.
+        let ambiguous = fields.transfer_encoding && (!version_11 || fields.content_length.is_some());
+        // After a 101 the connection speaks another protocol (RFC 9110, 15.2.2).
+        let keep_alive = keep_alive && !ambiguous && body != BodyKind::UntilClose && status != 101;
+        Ok(Framing { status, keep_alive, body })
+    }
+
+    /// The response this head starts, with its head counted, and its whole body left.
+    fn start(self) -> (ResponseHead, BodyLeft) {
         let Framing { status, keep_alive, body } = self;
-        Ok(Status::Complete(ResponseHead { status, keep_alive, body, len: head_len + body_len }))
+        let left = match body {
+            BodyKind::None => BodyLeft::Nothing,
+            BodyKind::Length(length) => BodyLeft::Length(length),
+            BodyKind::Chunked => BodyLeft::Chunked(ChunkedBody::default()),
+            BodyKind::UntilClose => BodyLeft::UntilClose,
+        };
+        (ResponseHead { status, keep_alive, body, len: 0 }, left)
     }
 }
 
-/// Refuses an incomplete head that is already too large, or that does not start like
-/// `HTTP/1.` (so a reply in another protocol fails at once instead of at 64 KiB).
-fn check_partial_head(buf: &[u8]) -> Result<(), ResponseError> {
-    if buf.len() > MAX_HEAD {
-        return Err(ResponseError::TooLarge);
-    }
-    let seen = buf.len().min(VERSION_PREFIX.len());
-    if buf[..seen] != VERSION_PREFIX[..seen] {
+/// Refuses a head that does not start like `HTTP/1.`, as soon as what arrived shows
+/// it, so a reply in another protocol fails at once instead of at 64 KiB.
+fn check_version_prefix(input: &[u8]) -> Result<(), ResponseError> {
+    const VERSION_PREFIX: &[u8] = b"HTTP/1.";
+    let seen = input.len().min(VERSION_PREFIX.len());
+    if input[..seen] != VERSION_PREFIX[..seen] {
         return Err(ResponseError::StatusLine);
     }
     Ok(())
-}
-
-const VERSION_PREFIX: &[u8] = b"HTTP/1.";
-
-/// The status line and the header block: (is HTTP/1.1 or later 1.x, status, fields).
-fn parse_head(head: &[u8]) -> Result<(bool, u16, Fields), ResponseError> {
-    let (line, rest) = next_line(head);
-    let (version_11, status) = parse_status_line(line)?;
-    let mut fields = Fields::default();
-    for field in field_lines(rest) {
-        let (name, value) = field.map_err(|_| ResponseError::Header)?;
-        fields.add(name, value)?;
-    }
-    Ok((version_11, status, fields))
 }
 
 /// `status-line = HTTP-version SP status-code SP [ reason-phrase ]`, returning whether
@@ -274,6 +346,16 @@ struct Fields {
 }
 
 impl Fields {
+    /// The fields of a header block, up to and including its empty line.
+    fn parse(block: &[u8]) -> Result<Fields, ResponseError> {
+        let mut fields = Fields::default();
+        for field in field_lines(block) {
+            let (name, value) = field.map_err(|_| ResponseError::Header)?;
+            fields.add(name, value)?;
+        }
+        Ok(fields)
+    }
+
     fn add(&mut self, name: &[u8], value: &[u8]) -> Result<(), ResponseError> {
         if name.eq_ignore_ascii_case(b"connection") {
             let (close, keep_alive) = connection_options(value);
@@ -298,8 +380,8 @@ impl Fields {
 /// RFC 9112, 6.3, in its order: no body for HEAD, 1xx, 204, 304; then
 /// Transfer-Encoding (chunked last, or else read until close); then Content-Length;
 /// then until close.
-fn body_kind(status: u16, head_request: bool, fields: &Fields) -> BodyKind {
-    if head_request || status < 200 || status == 204 || status == 304 {
+fn body_kind(status: u16, method: Method, fields: &Fields) -> BodyKind {
+    if method == Method::Head || status < 200 || status == 204 || status == 304 {
         BodyKind::None
     } else if fields.transfer_encoding {
         if fields.chunked {

@@ -1,48 +1,70 @@
 use super::*;
+use crate::http::chunked::{MAX_SIZE_LINE, MAX_TRAILERS};
 
 fn head(status: u16, keep_alive: bool, body: BodyKind, len: usize) -> ResponseHead {
-    ResponseHead { status, keep_alive, body, len }
+    ResponseHead { status, keep_alive, body, len: len as u64 }
 }
 
-/// One valid response, the flags it is parsed with, and what it parses to; `len` is
-/// always the whole text.
+/// What a fresh reader makes of `input` in one call.
+fn frame(input: &[u8], method: Method, stream: Stream) -> Result<Framed, ResponseError> {
+    ResponseReader::new(method).read(input, stream)
+}
+
+/// `input` framed whole: `len` bytes consumed, `response` completed.
+fn whole(len: usize, response: ResponseHead) -> Result<Framed, ResponseError> {
+    Ok(Framed { consumed: len, completed: Some(response) })
+}
+
+/// Feeds `input` in two reads cut at `split`, as a caller does (what the first left
+/// unconsumed comes again with the rest), the second with `stream`: the first's
+/// answer if it completed a response, else both reads' consumed bytes added up and
+/// the second's response.
+fn frame_split(input: &[u8], split: usize, method: Method, stream: Stream) -> Result<Framed, ResponseError> {
+    let mut reader = ResponseReader::new(method);
+    let first = reader.read(&input[..split], Stream::Open)?;
+    assert!(first.consumed <= split, "split at {split}: {first:?}");
+    if first.completed.is_some() {
+        return Ok(first);
+    }
+    let second = reader.read(&input[first.consumed..], stream)?;
+    Ok(Framed { consumed: first.consumed + second.consumed, completed: second.completed })
+}
+
+/// One valid response, how it is read, and what it frames to; `len` is always the
+/// whole text.
 struct Case {
     name: &'static str,
     text: String,
-    head_request: bool,
-    at_eof: bool,
-    status: u16,
-    keep_alive: bool,
-    body: BodyKind,
+    method: Method,
+    stream: Stream,
+    expected: ResponseHead,
 }
 
-/// A case named `name` expected to parse to this status, keep-alive and body.
+/// A case named `name` expected to frame to this status, keep-alive and body.
 fn case(name: &'static str, status: u16, keep_alive: bool, body: BodyKind) -> Case {
-    Case { name, text: String::new(), head_request: false, at_eof: false, status, keep_alive, body }
+    let expected = head(status, keep_alive, body, 0);
+    Case { name, text: String::new(), method: Method::Get, stream: Stream::Open, expected }
 }
 
 impl Case {
     fn text(mut self, text: impl Into<String>) -> Case {
         self.text = text.into();
+        self.expected.len = self.text.len() as u64;
         self
     }
 
     fn answering_head(mut self) -> Case {
-        self.head_request = true;
+        self.method = Method::Head;
         self
     }
 
     fn at_eof(mut self) -> Case {
-        self.at_eof = true;
+        self.stream = Stream::Ended;
         self
     }
 
-    fn expected(&self) -> Status<ResponseHead> {
-        Status::Complete(head(self.status, self.keep_alive, self.body, self.text.len()))
-    }
-
-    fn parse(&self, len: usize, at_eof: bool) -> Result<Status<ResponseHead>, ResponseError> {
-        parse_response(&self.text.as_bytes()[..len], self.head_request, at_eof)
+    fn bytes(&self) -> &[u8] {
+        self.text.as_bytes()
     }
 }
 
@@ -68,6 +90,8 @@ fn valid_cases() -> Vec<Case> {
         case("304 with Content-Length", 304, KEEP, NoBody)
             .text("HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n"),
         case("100 Continue", 100, KEEP, NoBody).text("HTTP/1.1 100 Continue\r\n\r\n"),
+        case("101 Switching Protocols", 101, CLOSE, NoBody)
+            .text("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n"),
         case("chunked", 200, KEEP, Chunked).text(format!("{chunked}5\r\nhello\r\n0\r\n\r\n")),
         case("chunked with extensions and trailers", 200, KEEP, Chunked).text(format!(
             "{chunked}5;name=value\r\nhello\r\n1A ; a=\"b c\";x\r\n{ALPHABET}\r\n\
@@ -102,58 +126,92 @@ fn valid_cases() -> Vec<Case> {
 }
 
 #[test]
-fn valid_responses_parse_to_their_whole_length() {
+fn valid_responses_frame_to_their_whole_length() {
     for case in valid_cases() {
-        assert_eq!(case.parse(case.text.len(), case.at_eof), Ok(case.expected()), "{}", case.name);
+        let got = frame(case.bytes(), case.method, case.stream);
+        assert_eq!(got, whole(case.text.len(), case.expected), "{}", case.name);
     }
 }
 
 #[test]
-fn every_prefix_is_partial_and_the_whole_complete() {
+fn no_prefix_completes() {
     for case in valid_cases() {
         for split in 0..case.text.len() {
             // At EOF, a prefix of an UntilClose response would be a shorter whole one.
-            assert_eq!(case.parse(split, false), Ok(Status::Partial), "{}, split at {split}", case.name);
-            let whole = case.parse(case.text.len(), case.at_eof);
-            assert_eq!(whole, Ok(case.expected()), "{}, split at {split}", case.name);
+            let Ok(prefix) = frame(&case.bytes()[..split], case.method, Stream::Open) else {
+                panic!("{}, split at {split}: an error", case.name)
+            };
+            assert!(
+                prefix.completed.is_none() && prefix.consumed <= split,
+                "{}, split at {split}",
+                case.name
+            );
+        }
+    }
+}
+
+#[test]
+fn a_response_split_anywhere_frames_as_whole() {
+    for case in valid_cases() {
+        for split in 0..=case.text.len() {
+            let got = frame_split(case.bytes(), split, case.method, case.stream);
+            assert_eq!(got, whole(case.text.len(), case.expected), "{}, split at {split}", case.name);
         }
     }
 }
 
 #[test]
 fn bytes_after_a_response_do_not_change_it() {
-    for case in valid_cases().into_iter().filter(|case| case.body != BodyKind::UntilClose) {
+    for case in valid_cases().into_iter().filter(|case| case.expected.body != BodyKind::UntilClose) {
         let pipelined = format!("{}HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx", case.text);
-        let got = parse_response(pipelined.as_bytes(), case.head_request, case.at_eof);
-        assert_eq!(got, Ok(case.expected()), "{}", case.name);
+        let got = frame(pipelined.as_bytes(), case.method, case.stream);
+        assert_eq!(got, whole(case.text.len(), case.expected), "{}", case.name);
     }
 }
 
 #[test]
-fn until_close_without_eof_is_partial() {
+fn an_until_close_body_is_consumed_as_it_comes_and_ends_at_eof() {
     let buf = b"HTTP/1.1 200 OK\r\nServer: x\r\n\r\nsome body";
-    assert_eq!(parse_response(buf, false, false), Ok(Status::Partial));
-    let Ok(Status::Complete(at_eof)) = parse_response(buf, false, true) else { panic!() };
-    assert_eq!(at_eof, head(200, false, BodyKind::UntilClose, buf.len()));
+    let mut reader = ResponseReader::default();
+    assert_eq!(reader.read(buf, Stream::Open), Ok(Framed { consumed: buf.len(), completed: None }));
+    assert_eq!(reader.read(b" and more", Stream::Open), Ok(Framed { consumed: 9, completed: None }));
+    let end = head(200, false, BodyKind::UntilClose, buf.len() + 9);
+    assert_eq!(reader.read(b"", Stream::Ended), whole(0, end));
 }
 
 #[test]
-fn a_short_body_at_eof_is_still_partial() {
+fn a_short_body_at_eof_does_not_complete() {
     let buf = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort";
-    assert_eq!(parse_response(buf, false, true), Ok(Status::Partial));
+    assert_eq!(frame(buf, Method::Get, Stream::Ended), Ok(Framed { consumed: buf.len(), completed: None }));
 }
 
 #[test]
-fn two_pipelined_responses_parse_one_after_the_other() {
+fn two_pipelined_responses_frame_one_after_the_other() {
     let first = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n";
     let second = "HTTP/1.1 404 Not Found\r\nContent-Length: 4\r\nConnection: close\r\n\r\nnope";
     let buf = format!("{first}{second}");
-    let Ok(Status::Complete(one)) = parse_response(buf.as_bytes(), false, false) else { panic!() };
-    assert_eq!(one, head(200, true, BodyKind::Chunked, first.len()));
-    let rest = &buf.as_bytes()[one.len..];
-    let Ok(Status::Complete(two)) = parse_response(rest, false, false) else { panic!() };
-    assert_eq!(two, head(404, false, BodyKind::Length(4), second.len()));
-    assert_eq!(one.len + two.len, buf.len());
+    let mut reader = ResponseReader::default();
+    let one = reader.read(buf.as_bytes(), Stream::Open);
+    assert_eq!(one, whole(first.len(), head(200, true, BodyKind::Chunked, first.len())));
+    let two = reader.read(&buf.as_bytes()[first.len()..], Stream::Open);
+    assert_eq!(two, whole(second.len(), head(404, false, BodyKind::Length(4), second.len())));
+}
+
+#[test]
+fn an_interim_response_is_told_from_the_final_one() {
+    let interim = "HTTP/1.1 100 Continue\r\n\r\n";
+    let buf = format!("{interim}HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+    let mut reader = ResponseReader::default();
+    let Ok(Framed { consumed, completed: Some(first) }) = reader.read(buf.as_bytes(), Stream::Open) else {
+        panic!("the 100 is framed")
+    };
+    assert!(first.is_interim());
+    let Ok(Framed { completed: Some(last), .. }) = reader.read(&buf.as_bytes()[consumed..], Stream::Open)
+    else {
+        panic!("the 200 is framed")
+    };
+    assert!(!last.is_interim());
+    assert!(!head(101, false, BodyKind::None, 0).is_interim(), "after a 101, no final response comes");
 }
 
 #[test]
@@ -200,15 +258,31 @@ fn errors() {
         ("chunk data too long", format!("{chunked}5\r\nhello!\r\n0\r\n\r\n"), Chunk),
         ("chunk data, CR without LF", format!("{chunked}5\r\nhello\rx"), Chunk),
         ("bad trailer", format!("{chunked}0\r\nno colon\r\n\r\n"), Header),
-        ("head too large, no end", format!("HTTP/1.1 200 OK\r\nX: {}", "a".repeat(MAX_HEAD)), TooLarge),
+        ("size line too long", format!("{chunked}5;{}\r\n", "x".repeat(MAX_SIZE_LINE)), SizeLineTooLong),
+        (
+            "trailers too large",
+            format!("{chunked}0\r\n{}", "X: t\r\n".repeat(MAX_TRAILERS / 6 + 1)),
+            TrailersTooLarge,
+        ),
+        ("head too large, no end", format!("HTTP/1.1 200 OK\r\nX: {}", "a".repeat(MAX_HEAD)), HeadTooLarge),
         (
             "head too large, complete",
             format!("HTTP/1.1 200 OK\r\nX: {}\r\n\r\n", "a".repeat(MAX_HEAD)),
-            TooLarge,
+            HeadTooLarge,
         ),
     ];
     for (name, text, expected) in cases {
-        assert_eq!(parse_response(text.as_bytes(), false, true), Err(expected), "{name}");
+        let bytes = text.as_bytes();
+        assert_eq!(frame(bytes, Method::Get, Stream::Ended), Err(expected), "{name}");
+        // However the bytes arrive, the answer is the same (but for the large ones,
+        // where every split would take a while).
+        for split in (0..=bytes.len()).filter(|_| bytes.len() < 1000) {
+            let mut reader = ResponseReader::default();
+            let got = reader
+                .read(&bytes[..split], Stream::Open)
+                .and_then(|first| reader.read(&bytes[first.consumed..], Stream::Ended));
+            assert_eq!(got, Err(expected), "{name}, split at {split}");
+        }
     }
 }
 
@@ -218,36 +292,58 @@ fn a_head_of_64_kib_is_accepted() {
     let end = "\r\nContent-Length: 0\r\n\r\n";
     let text = format!("{start}{}{end}", "a".repeat(MAX_HEAD - start.len() - end.len()));
     assert_eq!(text.len(), MAX_HEAD);
-    let expected = head(200, true, BodyKind::Length(0), MAX_HEAD);
-    assert_eq!(parse_response(text.as_bytes(), false, false), Ok(Status::Complete(expected)));
+    let got = frame(text.as_bytes(), Method::Get, Stream::Open);
+    assert_eq!(got, whole(MAX_HEAD, head(200, true, BodyKind::Length(0), MAX_HEAD)));
 }
 
 #[test]
-fn a_huge_content_length_is_partial_not_an_overflow() {
+fn a_huge_length_is_counted_down_not_an_overflow() {
     let buf = b"HTTP/1.1 200 OK\r\nContent-Length: 18446744073709551615\r\n\r\nabc";
-    assert_eq!(parse_response(buf, false, true), Ok(Status::Partial));
+    assert_eq!(frame(buf, Method::Get, Stream::Ended), Ok(Framed { consumed: buf.len(), completed: None }));
     let buf = format!("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\nabc", u64::MAX);
-    assert_eq!(parse_response(buf.as_bytes(), false, true), Ok(Status::Partial));
+    let got = frame(buf.as_bytes(), Method::Get, Stream::Ended);
+    assert_eq!(got, Ok(Framed { consumed: buf.len(), completed: None }));
+}
+
+#[test]
+fn a_gibibyte_body_leaves_nothing_to_buffer() {
+    const GIB: usize = 1 << 30;
+    const PIECE: usize = 10 << 20;
+    let head_text = format!("HTTP/1.1 200 OK\r\nContent-Length: {GIB}\r\n\r\n");
+    let mut reader = ResponseReader::default();
+    let first = reader.read(head_text.as_bytes(), Stream::Open);
+    assert_eq!(first, Ok(Framed { consumed: head_text.len(), completed: None }));
+    let piece = vec![b'x'; PIECE];
+    let mut body_left = GIB;
+    while body_left > PIECE {
+        assert_eq!(reader.read(&piece, Stream::Open), Ok(Framed { consumed: PIECE, completed: None }));
+        body_left -= PIECE;
+    }
+    // The last piece ends the body, and the next response's start is left alone.
+    let mut last = piece[..body_left].to_vec();
+    last.extend_from_slice(b"HTTP/1.1");
+    let response = head(200, true, BodyKind::Length(GIB as u64), head_text.len() + GIB);
+    assert_eq!(reader.read(&last, Stream::Open), whole(body_left, response));
 }
 
 #[test]
 fn errors_display() {
     assert_eq!(ResponseError::Chunk.to_string(), "invalid chunked body");
-    assert_eq!(ResponseError::TooLarge.to_string(), "response head too large");
+    assert_eq!(ResponseError::HeadTooLarge.to_string(), "response head too large");
+    assert_eq!(ResponseError::SizeLineTooLong.to_string(), "chunk-size line too long");
+    assert_eq!(ResponseError::TrailersTooLarge.to_string(), "trailer section too large");
 }
 
 mod properties {
-    use super::super::*;
+    use super::*;
     use proptest::collection::vec;
     use proptest::prelude::*;
 
     proptest! {
-        /// Any body cut into any chunks frames to its exact length, and no prefix of it
-        /// is complete.
+        /// Any body cut into any chunks frames to its exact length, in one read or
+        /// in two cut anywhere, and no prefix of it completes.
         #[test]
-        fn chunked_bodies_frame_exactly(
-            chunks in vec((vec(any::<u8>(), 1..40), any::<bool>()), 0..8)
-        ) {
+        fn chunked_bodies_frame_exactly(chunks in vec((vec(any::<u8>(), 1..40), any::<bool>()), 0..8)) {
             let mut buf = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
             for (data, with_ext) in &chunks {
                 let ext = if *with_ext { "; name=\"v;al\"" } else { "" };
@@ -256,11 +352,12 @@ mod properties {
                 buf.extend_from_slice(b"\r\n");
             }
             buf.extend_from_slice(b"0\r\nTrailer: t\r\n\r\n");
-            let (status, keep_alive, body, len) = (200, true, BodyKind::Chunked, buf.len());
-            let expected = ResponseHead { status, keep_alive, body, len };
-            prop_assert_eq!(parse_response(&buf, false, false), Ok(Status::Complete(expected)));
+            let expected = whole(buf.len(), head(200, true, BodyKind::Chunked, buf.len()));
+            prop_assert_eq!(frame(&buf, Method::Get, Stream::Open), expected);
             for split in 0..buf.len() {
-                prop_assert_eq!(parse_response(&buf[..split], false, false), Ok(Status::Partial));
+                let prefix = frame(&buf[..split], Method::Get, Stream::Open);
+                prop_assert!(matches!(prefix, Ok(Framed { completed: None, .. })), "split at {}", split);
+                prop_assert_eq!(frame_split(&buf, split, Method::Get, Stream::Open), expected);
             }
         }
     }
