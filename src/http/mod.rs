@@ -3,6 +3,7 @@
 //! [`ResponseReader`], which frames the responses a load generator receives.
 
 mod chunked;
+mod date;
 mod hello;
 mod parse;
 mod prebuilt;
