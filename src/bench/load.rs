@@ -6,7 +6,7 @@ use std::io;
 use std::time::{Duration, Instant};
 
 use super::report::Report;
-use percore::http::{ResponseParser, Status};
+use percore::http::{Framed, Method, ResponseReader, Stream};
 use percore::reactor::{Closed, ConnId, Flow, Io, Protocol, Verdict};
 
 /// What one thread sends and how.
@@ -49,13 +49,13 @@ pub struct LoadConn {
     answered: u64,
     /// The timer fired with requests in flight: they count as timeouts.
     timed_out: bool,
+    /// Frames the responses as they arrive: a body is dropped as it comes.
+    responses: ResponseReader,
 }
 
 #[derive(Debug)]
 pub struct Load {
     plan: Plan,
-    /// Frames the responses; one for all connections, as they get the same ones.
-    parser: ResponseParser,
     /// Requests this thread may still send.
     budget: u64,
     pub report: Report,
@@ -75,7 +75,6 @@ pub struct Load {
 impl Load {
     pub fn new(plan: Plan, budget: u64) -> Load {
         Load {
-            parser: ResponseParser::new(plan.head),
             plan,
             budget,
             report: Report::new(),
@@ -156,13 +155,13 @@ impl Load {
         }
     }
 
-    fn record(&mut self, conn: &mut LoadConn, status: u16, len: usize, now: Instant) {
+    fn record(&mut self, conn: &mut LoadConn, status: u16, len: u64, now: Instant) {
         let due = conn.sent_at.unwrap_or(now);
         conn.in_flight -= 1;
         self.in_flight -= 1;
         conn.answered += 1;
         self.report.requests += 1;
-        self.report.bytes_read += len as u64;
+        self.report.bytes_read += len;
         if !(200..300).contains(&status) {
             self.report.non_2xx += 1;
         }
@@ -174,6 +173,7 @@ impl Protocol for Load {
     type Conn = LoadConn;
 
     fn on_open(&mut self, conn: &mut LoadConn, io: &mut Io<'_>) -> Flow {
+        conn.responses = ResponseReader::new(if self.plan.head { Method::Head } else { Method::Get });
         if let Some(schedule) = self.plan.rate {
             conn.next_due = Some(self.next_start);
             self.next_start += schedule.stagger;
@@ -188,19 +188,22 @@ impl Protocol for Load {
         let answered = conn.answered;
         let mut at = 0;
         while at < input.len() {
-            match self.parser.parse(&input[at..], false) {
-                Ok(Status::Partial) => break,
+            match conn.responses.read(&input[at..], Stream::Open) {
+                Ok(Framed { consumed, completed: None }) => {
+                    at += consumed;
+                    break;
+                }
                 // An interim response (100 Continue): the real one follows.
-                Ok(Status::Complete(response)) if response.status < 200 => at += response.len,
-                Ok(Status::Complete(response)) if conn.in_flight > 0 => {
-                    at += response.len;
+                Ok(Framed { consumed, completed: Some(response) }) if response.is_interim() => at += consumed,
+                Ok(Framed { consumed, completed: Some(response) }) if conn.in_flight > 0 => {
+                    at += consumed;
                     self.record(conn, response.status, response.len, now);
                     if !response.keep_alive || self.plan.close {
                         return Verdict::close(at);
                     }
                 }
                 // A response to no request, or one that cannot be framed.
-                Ok(Status::Complete(_)) | Err(_) => {
+                Ok(Framed { completed: Some(_), .. }) | Err(_) => {
                     self.report.errors.parse += 1;
                     return Verdict::close(input.len());
                 }
@@ -235,9 +238,11 @@ impl Protocol for Load {
     }
 
     fn on_close(&mut self, conn: &mut LoadConn, closed: Closed, unconsumed: &[u8]) {
-        if closed == Closed::ByPeer && !unconsumed.is_empty() && conn.in_flight > 0 {
-            // A response whose body ends with the connection.
-            if let Ok(Status::Complete(response)) = self.parser.parse(unconsumed, true) {
+        if closed == Closed::ByPeer && conn.in_flight > 0 {
+            // A response whose body ends with the connection (consumed as it came).
+            if let Ok(Framed { completed: Some(response), .. }) =
+                conn.responses.read(unconsumed, Stream::Ended)
+            {
                 self.record(conn, response.status, response.len, Instant::now());
             }
         }

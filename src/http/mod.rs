@@ -1,14 +1,17 @@
-//! HTTP/1.1, without I/O: the request parse, prebuilt responses, and [`Hello`], the
-//! protocol that answers every request with one prebuilt response.
+//! HTTP/1.1, without I/O: the request parse, prebuilt responses, [`Hello`], the
+//! protocol that answers every request with one prebuilt response, and
+//! [`ResponseReader`], which frames the responses a load generator receives.
 
-mod client;
+mod chunked;
+mod date;
 mod hello;
 mod memo;
 mod parse;
 mod prebuilt;
+mod response;
 mod syntax;
 
-pub use client::{parse_response, BodyKind, ResponseError, ResponseHead, ResponseParser};
 pub use hello::{Counts, Hello, HelloConfig, HelloConn};
 pub use parse::{parse, Error, Limits, Method, Progress, Request, Status, Version};
 pub use prebuilt::{http_date, Persist, Response, Variants, DATE_LEN};
+pub use response::{BodyKind, Framed, ResponseError, ResponseHead, ResponseReader, Stream};

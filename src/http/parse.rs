@@ -13,8 +13,8 @@
 //! an error, because a minimal server must never guess where a request ends.
 
 use super::syntax::{
-    agreed_length, all_bytes, connection_options, find_head_end, is_host_byte, is_target_byte, is_tchar,
-    next_line, split_field,
+    agreed_length, all_bytes, connection_options, field_lines, find_head_end, is_host_byte, is_target_byte,
+    is_tchar, next_line,
 };
 
 /// The outcome of parsing a buffer that may hold only the start of a request.
@@ -26,7 +26,8 @@ pub enum Status<T> {
     Partial,
 }
 
-/// The request method, as far as a hello server cares.
+/// The request method, as far as percore cares: a response to `HEAD` has no body,
+/// both when the server answers it and when the load generator frames the answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Method {
     /// `GET`
@@ -216,7 +217,7 @@ impl Progress {
 }
 
 fn parse_head<'a>(head: &'a [u8], limits: &Limits, head_len: usize) -> Result<Request<'a>, Error> {
-    let (line, mut rest) = next_line(head);
+    let (line, rest) = next_line(head);
     if line.len() > limits.request_line {
         return Err(Error::RequestLineTooLong);
     }
@@ -225,13 +226,9 @@ fn parse_head<'a>(head: &'a [u8], limits: &Limits, head_len: usize) -> Result<Re
     }
     let (method, target, version) = parse_request_line(line)?;
     let mut fields = Fields::default();
-    loop {
-        let (line, after) = next_line(rest);
-        if line.is_empty() {
-            break;
-        }
-        fields.add(line)?;
-        rest = after;
+    for field in field_lines(rest) {
+        let (name, value) = field.map_err(|_| Error::Header)?;
+        fields.add(name, value)?;
     }
     let keep_alive = match version {
         Version::Http11 => !fields.close,
@@ -305,8 +302,7 @@ struct Fields<'a> {
 }
 
 impl<'a> Fields<'a> {
-    fn add(&mut self, line: &'a [u8]) -> Result<(), Error> {
-        let (name, value) = split_field(line).ok_or(Error::Header)?;
+    fn add(&mut self, name: &[u8], value: &'a [u8]) -> Result<(), Error> {
         if name.eq_ignore_ascii_case(b"host") {
             if !all_bytes(value, is_host_byte) {
                 return Err(Error::Host);

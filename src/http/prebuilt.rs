@@ -32,7 +32,7 @@ impl Response {
     pub fn new(status: &str, content_type: &str, headers: &[(&str, &str)], body: &Arc<[u8]>) -> Response {
         let mut head = format!("HTTP/1.1 {status}\r\nServer: percore\r\nDate: ");
         let date_at = head.len();
-        head += &httpdate::fmt_http_date(SystemTime::now());
+        head.extend(http_date(SystemTime::now()).map(char::from));
         head += &format!("\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n", body.len());
         for (name, value) in headers {
             head += &format!("{name}: {value}\r\n");
@@ -122,7 +122,5 @@ impl Variants {
 
 /// Formats `now` as an IMF-fixdate, for [`Response::set_date`].
 pub fn http_date(now: SystemTime) -> [u8; DATE_LEN] {
-    let mut date = [b' '; DATE_LEN];
-    date.copy_from_slice(httpdate::fmt_http_date(now).as_bytes());
-    date
+    super::date::imf_fixdate(now)
 }

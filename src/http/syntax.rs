@@ -90,6 +90,43 @@ pub(crate) fn split_field(line: &[u8]) -> Option<(&[u8], &[u8])> {
     all_bytes(value, is_value_byte).then_some((&line[..colon], value))
 }
 
+/// The field lines of a header block, `*( field-line CRLF ) CRLF` (RFC 9112, 2.1), each
+/// split into name and trimmed value, up to the empty line that ends the block: the
+/// one walk over headers that both parses make, and the response parse makes over
+/// trailers too. A line that breaks the grammar yields `Err` and ends the walk, since
+/// nothing after it can be trusted.
+pub(crate) fn field_lines(block: &[u8]) -> FieldLines<'_> {
+    FieldLines { rest: block }
+}
+
+/// The iterator [`field_lines`] returns.
+#[derive(Clone, Debug)]
+pub(crate) struct FieldLines<'a> {
+    rest: &'a [u8],
+}
+
+/// A field line that breaks `field-line = field-name ":" OWS field-value OWS`; each
+/// parse reports it as its own error kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct InvalidField;
+
+impl<'a> Iterator for FieldLines<'a> {
+    type Item = Result<(&'a [u8], &'a [u8]), InvalidField>;
+
+    // Inlined, as the loop it replaces was: with three callers LLVM keeps it out of
+    // line, and a call per header line is a cost the request parse's bench shows.
+    #[inline(always)]
+    fn next(&mut self) -> Option<Self::Item> {
+        let (line, rest) = next_line(self.rest);
+        if line.is_empty() {
+            return None;
+        }
+        let field = split_field(line);
+        self.rest = if field.is_some() { rest } else { &[] };
+        Some(field.ok_or(InvalidField))
+    }
+}
+
 /// A `Content-Length` value added to what earlier ones said: the length, `None` when
 /// the value is invalid or disagrees with an earlier one (RFC 9110, 8.6), which both
 /// parses refuse, as a sign of request or response splitting.
@@ -178,6 +215,17 @@ mod tests {
             text[at] = 0x8a; // a byte that differs from \n only in its high bit
         }
         assert_eq!(find_newline(&text), None);
+    }
+
+    #[test]
+    fn field_lines_stop_at_the_empty_line_and_after_a_bad_line() {
+        let block = b"A: 1\r\nB:\t two \nC:\r\n\r\nD: after";
+        let fields: Vec<_> = field_lines(block).collect();
+        let expected: [(&[u8], &[u8]); 3] = [(b"A", b"1"), (b"B", b"two"), (b"C", b"")];
+        assert_eq!(fields, expected.map(Ok));
+        let fields: Vec<_> = field_lines(b"A: 1\r\n b\r\nC: 3\r\n\r\n").collect();
+        assert_eq!(fields, [Ok((&b"A"[..], &b"1"[..])), Err(InvalidField)]);
+        assert_eq!(field_lines(b"\r\n").count(), 0);
     }
 
     #[test]
