@@ -258,3 +258,85 @@ impl SendQueue {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::net::UnixStream;
+
+    /// Copied and shared pieces, in an order that puts shared pieces side by side and
+    /// at both ends: 64 answers of a head and a body, between two shared ones.
+    fn mixed_output(body: &Arc<[u8]>) -> Output {
+        let mut output = Output::new();
+        output.write_shared(body);
+        for i in 0..64u8 {
+            output.write(&[b'h', i, b'\n']);
+            output.write_shared(body);
+            if i % 8 == 0 {
+                output.write_shared(body);
+            }
+        }
+        output.write(b"tail");
+        output
+    }
+
+    #[test]
+    fn pieces_from_any_byte_on_are_the_rest_of_the_output() {
+        let body: Arc<[u8]> = (0..100u8).collect::<Vec<_>>().into();
+        let output = mixed_output(&body);
+        let whole = output.to_vec();
+        assert_eq!(whole.len(), output.len());
+        for skip in [0, 1, 99, 100, 101, 102, 103, 5000, whole.len() - 1, whole.len()] {
+            let rest: Vec<u8> = output.pieces(skip).flat_map(|piece| piece.bytes().to_vec()).collect();
+            assert_eq!(rest, whole[skip..], "from byte {skip}");
+        }
+    }
+
+    #[test]
+    fn what_a_full_socket_refuses_is_queued_and_sent_later_byte_for_byte() {
+        let body: Arc<[u8]> = (0..=255u8).cycle().take(70_000).collect::<Vec<_>>().into();
+        let output = mixed_output(&body);
+        let (writer, mut reader) = UnixStream::pair().expect("a socket pair");
+        writer.set_nonblocking(true).expect("non-blocking");
+        socket2::SockRef::from(&writer).set_send_buffer_size(4096).expect("a small send buffer");
+        let expected = output.to_vec();
+        let reading = std::thread::spawn(move || {
+            let mut all = Vec::new();
+            reader.read_to_end(&mut all).map(|_| all)
+        });
+        let fd = writer.as_raw_fd();
+        let sent = output.send(fd, 0).expect("the first send");
+        assert!(sent < output.len(), "the socket took everything at once; the test needs it full");
+        let mut queue = SendQueue::default();
+        queue.push(&output, sent);
+        assert_eq!(queue.len(), output.len() - sent);
+        // More output while the first is still queued goes behind it.
+        queue.push(&output, 0);
+        while queue.len() > 0 {
+            queue.flush(fd).expect("a flush");
+            std::thread::yield_now();
+        }
+        drop(writer);
+        let received = reading.join().expect("the reader").expect("reading");
+        assert_eq!(received.len(), 2 * expected.len());
+        assert!(received[..expected.len()] == expected[..], "the first output, byte for byte");
+        assert!(received[expected.len()..] == expected[..], "the second, after it");
+    }
+
+    #[test]
+    fn a_drained_queue_holds_no_shared_piece() {
+        let body: Arc<[u8]> = vec![7; 10_000].into();
+        let mut output = Output::new();
+        output.write(b"head");
+        output.write_shared(&body);
+        let mut queue = SendQueue::default();
+        queue.push(&output, 2);
+        assert_eq!(Arc::strong_count(&body), 3, "the output's reference and the queue's");
+        queue.consume(2 + 9_999);
+        assert_eq!(Arc::strong_count(&body), 3, "one byte of it is still unsent");
+        queue.consume(1);
+        assert_eq!((queue.len(), Arc::strong_count(&body)), (0, 2), "released once sent");
+    }
+}
