@@ -5,7 +5,9 @@
 mod util;
 
 use std::io::{BufReader, Read, Write};
-use std::net::TcpStream;
+use std::net::{SocketAddr, TcpStream};
+
+use socket2::{Domain, Socket, Type};
 use std::thread;
 use std::time::Duration;
 
@@ -57,15 +59,28 @@ fn two_thousand_pipelined_answers_all_arrive() {
     pipeline_and_read_all(&mut reader, 2000);
 }
 
+/// A connection whose receive buffer (and so its window) is 4 KiB, so that the
+/// server's answers wait in the server, not in the kernel's buffers.
+fn connect_with_small_receive_buffer(addr: SocketAddr) -> TcpStream {
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, None).expect("a socket");
+    socket.set_recv_buffer_size(4096).expect("a small receive buffer");
+    socket.connect_timeout(&addr.into(), WAIT).expect("connecting");
+    let stream = TcpStream::from(socket);
+    stream.set_read_timeout(Some(WAIT)).expect("a read timeout");
+    stream
+}
+
 #[test]
 fn a_steady_reader_that_never_catches_up_does_not_grow_the_connection() {
-    // 4 KiB answers; the client reads about 4 MB/s, far less than the server can
-    // send, so the connection always has output waiting while the client reads.
-    const ANSWERS: usize = 5000;
+    // 1000-byte bodies, copied into each answer (a larger body would be referenced,
+    // not copied); the client reads about 7 MB/s, less than the server can send, so
+    // the connection always has output waiting while the client reads: 23 MB of
+    // answers pass through a connection that must not keep what it sent.
+    const ANSWERS: usize = 20_000;
     const GROWTH_BOUND_KIB: u64 = 8 * 1024;
-    let body = TempFile::with_contents(&vec![b's'; 4096]);
-    let (server, worker) = one_worker(&["--body-file", body.path()]);
-    let stream = connect(server.addr());
+    let body = "s".repeat(1000);
+    let (server, worker) = one_worker(&["--body", &body]);
+    let stream = connect_with_small_receive_buffer(server.addr());
     let baseline = vm_kib(worker, "VmRSS");
     let writer = {
         let stream = stream.try_clone().expect("a second handle");
@@ -77,8 +92,8 @@ fn a_steady_reader_that_never_catches_up_does_not_grow_the_connection() {
     let mut peak = baseline;
     for i in 0..ANSWERS {
         assert_eq!(read_status(&mut reader).unwrap_or_else(|e| panic!("answer {i}: {e}")), OK);
-        if i % 16 == 0 {
-            thread::sleep(Duration::from_millis(15));
+        if i % 64 == 0 {
+            thread::sleep(Duration::from_millis(10));
             peak = peak.max(vm_kib(worker, "VmRSS"));
         }
     }

@@ -326,6 +326,22 @@ mod tests {
     }
 
     #[test]
+    fn a_queue_that_never_empties_holds_only_what_is_unsent() {
+        // A peer that reads steadily but never quite catches up: 1000 bytes queued
+        // for every 900 sent, 10,000 times over. What was sent must be let go.
+        let mut output = Output::new();
+        output.write(&[b'x'; 1000]);
+        let mut queue = SendQueue::default();
+        for round in 1..=10_000 {
+            queue.push(&output, 0);
+            queue.consume(900);
+            assert_eq!(queue.len(), round * 100, "unsent bytes, after round {round}");
+            let held = queue.copied.capacity();
+            assert!(held <= 2 * queue.len() + 4096, "{held} bytes held for {} unsent", queue.len());
+        }
+    }
+
+    #[test]
     fn a_drained_queue_holds_no_shared_piece() {
         let body: Arc<[u8]> = vec![7; 10_000].into();
         let mut output = Output::new();
