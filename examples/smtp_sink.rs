@@ -19,9 +19,9 @@ use std::time::Duration;
 
 use clap::Parser;
 use percore::cli::{self, ServerArgs};
-use percore::http::Counts;
 use percore::listen::Opening;
-use percore::reactor::{Flow, Io, Protocol, Verdict};
+use percore::reactor::{Counts, Flow, Io, Protocol, Verdict};
+use percore::worker::Service;
 
 /// Longest command line, CRLF included.
 const MAX_COMMAND_LINE: usize = 512;
@@ -249,16 +249,34 @@ impl Protocol for Sink {
     }
 }
 
+/// The sink as the workers serve it: its flags, and what to count.
+struct SinkService(Args);
+
+impl Service for SinkService {
+    type Protocol = Sink;
+    type Config = ();
+
+    fn load(&self) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    fn protocol(&self, _: &()) -> std::io::Result<Sink> {
+        Ok(Sink {
+            hostname: self.0.hostname.clone(),
+            max_message: self.0.max_message,
+            idle_timeout: Duration::from_secs(self.0.idle_timeout),
+            counts: Counts::default(),
+        })
+    }
+
+    /// Messages accepted, as requests; refused, as errors.
+    fn counts(&self, sink: &Sink) -> Counts {
+        sink.counts
+    }
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
     let options = args.server.options(Opening::ServerSpeaksFirst);
-    let make = || {
-        Ok(Sink {
-            hostname: args.hostname.clone(),
-            max_message: args.max_message,
-            idle_timeout: Duration::from_secs(args.idle_timeout),
-            counts: Counts::default(),
-        })
-    };
-    cli::serve(&options, make, |sink| Some(sink.counts))
+    cli::serve(&options, SinkService(args))
 }

@@ -130,25 +130,33 @@ pub struct ServeArgs {
     #[arg(long, value_name = "TYPE", default_value = "text/plain")]
     pub content_type: String,
 
-    /// Largest request body read (and dropped); larger gets 413. Suffixes k, m.
+    /// Largest request body read (and dropped); larger gets 413. Suffixes k, m, g.
     #[arg(long, value_name = "BYTES", default_value = "1m", value_parser = parse_size)]
     pub max_body: u64,
 
-    /// Longest request line; longer gets 414. Suffixes k, m.
-    #[arg(long, value_name = "BYTES", default_value = "8k", value_parser = parse_size)]
+    /// Longest request line, 1 byte to 1m; longer gets 414. Suffixes k, m.
+    #[arg(long, value_name = "BYTES", default_value = "8k", value_parser = size_within(1, MAX_REQUEST_LINE))]
     pub max_request_line: u64,
 
-    /// Largest request head (request line and headers); larger gets 431. Suffixes k, m.
-    #[arg(long, value_name = "BYTES", default_value = "32k", value_parser = parse_size)]
+    /// Largest request head (request line and headers), 1 byte to 64m; larger gets
+    /// 431. Suffixes k, m.
+    #[arg(long, value_name = "BYTES", default_value = "32k", value_parser = size_within(1, MAX_HEAD))]
     pub max_header_bytes: u64,
 }
 
-/// A byte count with an optional `k` or `m` suffix (powers of 1024).
+/// The longest request line the server takes: far past any real one (browsers stop
+/// near 8k, nginx's largest buffers are 8k), and well inside every count.
+const MAX_REQUEST_LINE: u64 = 1024 * 1024;
+/// The largest request head the server takes.
+const MAX_HEAD: u64 = 64 * 1024 * 1024;
+
+/// A byte count with an optional `k`, `m` or `g` suffix (powers of 1024).
 fn parse_size(text: &str) -> Result<u64, String> {
     let lower = text.to_ascii_lowercase();
     let (digits, unit) = match lower.as_bytes().last() {
         Some(b'k') => (&lower[..lower.len() - 1], 1024),
         Some(b'm') => (&lower[..lower.len() - 1], 1024 * 1024),
+        Some(b'g') => (&lower[..lower.len() - 1], 1024 * 1024 * 1024),
         _ => (&lower[..], 1),
     };
     digits
@@ -156,4 +164,16 @@ fn parse_size(text: &str) -> Result<u64, String> {
         .ok()
         .and_then(|n| n.checked_mul(unit))
         .ok_or_else(|| format!("{text:?} is not a size in bytes (such as 8192, 8k or 1m)"))
+}
+
+/// [`parse_size`], refusing a size outside `min..=max`.
+fn size_within(min: u64, max: u64) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync + 'static {
+    move |text| {
+        let size = parse_size(text)?;
+        if (min..=max).contains(&size) {
+            Ok(size)
+        } else {
+            Err(format!("{text:?} is outside {min} to {max} bytes"))
+        }
+    }
 }

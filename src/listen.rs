@@ -57,3 +57,18 @@ pub fn bind(addr: SocketAddr, options: &ListenOptions) -> io::Result<TcpListener
     socket.listen(i32::try_from(options.backlog).unwrap_or(i32::MAX))?;
     Ok(socket.into())
 }
+
+/// Whether another socket holds `addr` (any socket, `SO_REUSEPORT` or not, of any
+/// user): binding it without `SO_REUSEPORT` then fails with "address in use", where
+/// a `SO_REUSEPORT` bind of the same user would silently share the port.
+/// `SO_REUSEADDR` keeps a connection left in `TIME_WAIT` by an earlier run from
+/// counting.
+pub fn is_taken(addr: SocketAddr) -> io::Result<bool> {
+    let probe = Socket::new(Domain::for_address(addr), Type::STREAM.cloexec(), Some(Protocol::TCP))?;
+    probe.set_reuse_address(true)?;
+    match probe.bind(&addr.into()) {
+        Ok(()) => Ok(false),
+        Err(e) if e.kind() == io::ErrorKind::AddrInUse => Ok(true),
+        Err(e) => Err(e),
+    }
+}

@@ -1,3 +1,4 @@
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -6,6 +7,8 @@ use clap::Parser;
 use percore::cli;
 use percore::http::{Hello, HelloConfig, Limits};
 use percore::listen::Opening;
+use percore::reactor::Counts;
+use percore::worker::Service;
 
 mod bench;
 mod commands;
@@ -17,7 +20,7 @@ fn main() -> ExitCode {
     let Cli { command } = Cli::parse();
     let result = match command {
         Command::Serve(args) => serve(args),
-        Command::Tune => tune::report().map(|()| ExitCode::SUCCESS),
+        Command::Tune => tune::report(),
         Command::Bench(args) => bench::run(args).map(|()| ExitCode::SUCCESS),
     };
     result.unwrap_or_else(|message| {
@@ -27,6 +30,10 @@ fn main() -> ExitCode {
 }
 
 fn serve(args: ServeArgs) -> Result<ExitCode, String> {
+    if args.max_request_line > args.max_header_bytes {
+        let message = "--max-request-line must not be larger than --max-header-bytes\n";
+        clap::Error::raw(clap::error::ErrorKind::ValueValidation, message).exit();
+    }
     let mut config = HelloConfig {
         content_type: args.content_type,
         limits: Limits { request_line: size(args.max_request_line), head: size(args.max_header_bytes) },
@@ -37,13 +44,43 @@ fn serve(args: ServeArgs) -> Result<ExitCode, String> {
     if let Some(text) = args.body {
         config.body = Arc::from(text.into_bytes());
     }
-    if let Some(path) = &args.body_file {
-        let body =
-            std::fs::read(path).map_err(|e| format!("cannot read --body-file {}: {e}", path.display()))?;
-        config.body = Arc::from(body);
+    let mut options = args.server.options(Opening::ClientSpeaksFirst);
+    // A head up to the limit is the protocol's to refuse (431), not the loop's to cut.
+    let read_buffer = 64 * 1024;
+    options.reactor.max_pending_input =
+        options.reactor.max_pending_input.max(config.limits.head + read_buffer);
+    Ok(cli::serve(&options, HelloService { config, body_file: args.body_file }))
+}
+
+/// The hello server: its configuration, with the body read from `body_file` at
+/// start and again at each reload (SIGHUP).
+struct HelloService {
+    config: HelloConfig,
+    body_file: Option<PathBuf>,
+}
+
+impl Service for HelloService {
+    type Protocol = Hello;
+    type Config = HelloConfig;
+
+    fn load(&self) -> std::io::Result<HelloConfig> {
+        let mut config = self.config.clone();
+        if let Some(path) = &self.body_file {
+            let body = std::fs::read(path).map_err(|e| {
+                std::io::Error::new(e.kind(), format!("cannot read --body-file {}: {e}", path.display()))
+            })?;
+            config.body = Arc::from(body);
+        }
+        Ok(config)
     }
-    let options = args.server.options(Opening::ClientSpeaksFirst);
-    Ok(cli::serve(&options, || Ok(Hello::new(&config)), |hello| Some(hello.counts())))
+
+    fn protocol(&self, config: &HelloConfig) -> std::io::Result<Hello> {
+        Ok(Hello::new(config))
+    }
+
+    fn counts(&self, hello: &Hello) -> Counts {
+        hello.counts()
+    }
 }
 
 /// A count from the command line as a `usize`; saturating on 32-bit targets.

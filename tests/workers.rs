@@ -388,7 +388,8 @@ fn tune_reports_every_setting_of_sysctl_conf() {
     assert!(!names.is_empty(), "no settings found in {path}");
 
     let run = run_capturing(&percore_bin(), &["tune"]);
-    assert_eq!(run.status.code(), Some(0), "{run:?}");
+    // 1 when a setting is below its recommendation (tests/operate.rs checks which).
+    assert!(matches!(run.status.code(), Some(0 | 1)), "{run:?}");
     let rows: Vec<&str> = run.stdout.lines().filter_map(|line| line.split_whitespace().next()).collect();
     for name in names {
         assert!(rows.contains(&name), "no row for {name}; stdout:\n{}", run.stdout);

@@ -136,8 +136,7 @@ impl Job {
             request_timeout: 0,
             idle_timeout: 0,
             send_timeout: 0,
-            // A response is parsed only when whole: a large body is buffered entire.
-            max_pending_input: usize::MAX,
+            ..Config::default()
         };
         let mut reactor =
             Reactor::client(Load::new(self.plan.clone(), self.budget), config).map_err(|e| e.to_string())?;

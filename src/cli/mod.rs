@@ -12,10 +12,9 @@ use std::time::Duration;
 
 use clap::Parser;
 
-use crate::http::Counts;
 use crate::listen::{ListenOptions, Opening};
 use crate::reactor::{Config, Protocol};
-use crate::worker::{self, Options, Pinning, Scheduling, Stopped};
+use crate::worker::{self, Options, Pinning, PortSharing, Scheduling, Service, Steering, Stopped};
 pub use print::say;
 
 /// Connections per worker when `--max-conns` is not given, if the open-file limit
@@ -61,20 +60,49 @@ pub struct ServerArgs {
     #[arg(long, value_name = "N")]
     pub backlog: Option<u32>,
 
-    /// Seconds a graceful stop (SIGTERM, SIGINT) waits for open connections.
+    /// Seconds a graceful stop (SIGTERM, SIGINT, SIGQUIT), or a generation retired by
+    /// a reload or an upgrade, waits for open connections.
     #[arg(long, value_name = "SECS", default_value_t = 10)]
     pub shutdown_timeout: u64,
 
+    /// Seconds a draining worker keeps an idle keep-alive connection, so that a
+    /// client sending on it right then gets an answer (with Connection: close)
+    /// instead of a close under its feet.
+    #[arg(long, value_name = "SECS", default_value_t = 1)]
+    pub drain_grace: u64,
+
     /// Connections open at once per worker; at the limit a worker stops accepting
     /// until one closes [default: 65536, or fewer if the open-file limit says so].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_CONNS))]
     pub max_conns: Option<u64>,
 
+    /// Share the port with sockets already listening on it (SO_REUSEPORT, same
+    /// user); without it, an address in use is an error.
+    #[arg(long)]
+    pub reuseport_join: bool,
+
+    /// How the kernel picks a worker for a new connection. `hash` (the kernel's
+    /// default): by its addresses and ports. `cpu`: the worker on the CPU that
+    /// received it (a reuseport BPF program), for a NIC whose queues are pinned to
+    /// the workers' CPUs; one worker per CPU.
+    #[arg(long, value_enum, default_value_t = Steer::Hash)]
+    pub steer: Steer,
+
+    /// Print each worker's requests/s and open connections every SECS seconds, one
+    /// line each time.
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub stats: Option<u64>,
+
     /// Seconds a request head may take to arrive, however slowly it trickles in,
-    /// and the longest a body may stall; then the connection is closed without an
-    /// answer. 0: no limit.
+    /// and the most a body may fall behind --min-body-rate; then the connection is
+    /// closed without an answer. 0: no limit.
     #[arg(long, value_name = "SECS", default_value_t = 10)]
     pub header_timeout: u32,
+
+    /// Bytes per second a request body must keep arriving at, on average (each
+    /// BYTES earn it a second, with --header-timeout of slack). 0: no minimum.
+    #[arg(long, value_name = "BYTES", default_value_t = 1024)]
+    pub min_body_rate: u32,
 
     /// Seconds an idle keep-alive connection stays open. 0: no limit.
     #[arg(long, value_name = "SECS", default_value_t = 60)]
@@ -83,6 +111,19 @@ pub struct ServerArgs {
     /// Seconds a client may leave our output unread before it is dropped. 0: no limit.
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     pub send_timeout: u32,
+}
+
+/// Connections per worker at most: far above what one core serves, and far below
+/// where counts would overflow.
+const MAX_CONNS: u64 = 1 << 24;
+
+/// How connections are spread over the workers, as a flag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Steer {
+    /// By a hash of the connection (the kernel's default).
+    Hash,
+    /// To the worker on the CPU that received it.
+    Cpu,
 }
 
 /// The workers' scheduling policy, as a flag.
@@ -123,10 +164,18 @@ impl ServerArgs {
                 Sched::Batch => Scheduling::Batch,
             },
             listen: ListenOptions { backlog: self.backlog(), opening },
+            port_sharing: if self.reuseport_join { PortSharing::Join } else { PortSharing::Exclusive },
+            steering: match self.steer {
+                Steer::Hash => Steering::Hash,
+                Steer::Cpu => Steering::Cpu,
+            },
             shutdown_timeout: Duration::from_secs(self.shutdown_timeout),
+            drain_grace: Duration::from_secs(self.drain_grace),
+            stats_interval: self.stats.map(Duration::from_secs),
             reactor: Config {
                 max_connections: usize::try_from(self.max_connections()).unwrap_or(usize::MAX),
                 request_timeout: self.header_timeout,
+                min_body_rate: self.min_body_rate,
                 idle_timeout: self.keepalive_timeout,
                 send_timeout: self.send_timeout,
                 ..Config::default()
@@ -150,21 +199,23 @@ impl ServerArgs {
         }
     }
 
-    /// `--max-conns`, or 65536, within what the open-file limit allows (raised to
-    /// its hard limit first); a larger one asked for is capped, with a warning.
+    /// `--max-conns`, or 65536 within what the open-file limit allows (raised to its
+    /// hard limit first). A `--max-conns` given is honoured, with a warning when the
+    /// limit is lower (as nginx does with worker_connections): at the limit a worker
+    /// refuses the connection at the head of its queue rather than stalling.
     fn max_connections(&self) -> u64 {
         // Unknown (getrlimit failed): assume no limit rather than cap connections at 0.
         let limit = worker::raise_open_file_limit().unwrap_or(u64::MAX);
         let allowed = limit.saturating_sub(worker::OTHER_FDS).max(1);
-        let asked = self.max_conns.unwrap_or(DEFAULT_MAX_CONNS);
-        if self.max_conns.is_some() && asked > allowed {
+        let Some(asked) = self.max_conns else { return DEFAULT_MAX_CONNS.min(allowed) };
+        if asked > allowed {
             let needed = asked.saturating_add(worker::OTHER_FDS);
             say(format_args!(
                 "percore: warning: open-file limit {limit} is below the {needed} that --max-conns {asked} needs \
-                 per worker; using {allowed}; raise it with ulimit -n (see sysctl.conf)"
+                 per worker; raise it with ulimit -n (see sysctl.conf)"
             ));
         }
-        asked.min(allowed)
+        asked
     }
 }
 
@@ -174,7 +225,7 @@ impl Stopped {
     /// dying or did not stop cleanly.
     pub fn exit_code(&self) -> ExitCode {
         match self {
-            Stopped::Gracefully => ExitCode::SUCCESS,
+            Stopped::Gracefully | Stopped::Upgraded => ExitCode::SUCCESS,
             Stopped::AtOnce => ExitCode::from(130),
             Stopped::GaveUp { .. } | Stopped::Unclean { .. } => ExitCode::FAILURE,
         }
@@ -189,14 +240,10 @@ pub fn plan_or_exit(cpus: Option<&CpuList>, count: Option<usize>) -> Vec<usize> 
     })
 }
 
-/// Runs the workers with `options` and prints what they report; returns the exit
-/// status. `counts` says what a worker's protocol counted, for its last line.
-pub fn serve<P: Protocol>(
-    options: &Options,
-    make_protocol: impl Fn() -> std::io::Result<P>,
-    counts: impl Fn(&P) -> Option<Counts>,
-) -> ExitCode {
-    match worker::run(options, make_protocol, |event| print::event(&event, &counts)) {
+/// Runs `service` on the workers with `options` and prints what they report;
+/// returns the exit status.
+pub fn serve<S: Service>(options: &Options, service: S) -> ExitCode {
+    match worker::run(options, service, |event| print::event(&event)) {
         Ok(stopped) => stopped.exit_code(),
         Err(error) => {
             say(format_args!("{}: {error}", program_name()));
@@ -236,7 +283,7 @@ struct Standalone {
 /// ```
 pub fn main<P: Protocol>(opening: Opening, make_protocol: impl Fn() -> std::io::Result<P>) -> ExitCode {
     let args = Standalone::parse();
-    serve(&args.server.options(opening), make_protocol, |_| None)
+    serve(&args.server.options(opening), make_protocol)
 }
 
 fn program_name() -> String {

@@ -1,10 +1,9 @@
 //! What the workers report, as the lines `percore serve` prints on stderr.
 
-use std::fmt::Arguments;
+use std::fmt::{Arguments, Write as _};
 use std::io::Write;
 
-use crate::http::Counts;
-use crate::worker::{Event, Stopped};
+use crate::worker::{Event, Stopped, WorkerLive};
 
 /// Writes one line to stderr in a single `write`: the master and its workers share
 /// the descriptor, and `eprintln!` writes a line in pieces that can interleave.
@@ -13,11 +12,11 @@ pub fn say(line: Arguments<'_>) {
     let _ = std::io::stderr().write_all(line.as_bytes());
 }
 
-/// Prints `event` as one line; `counts` says what a worker's protocol counted.
-pub(crate) fn event<P>(event: &Event<'_, P>, counts: &impl Fn(&P) -> Option<Counts>) {
+/// Prints `event` as one line (SIGUSR1's live figures: one per worker).
+pub(crate) fn event(event: &Event<'_>) {
     match event {
         Event::Listening(addr) => say(format_args!("listening on {addr}")),
-        Event::Started { index, pid, cpu } => say(format_args!("worker {index} pid {pid} cpu {cpu}")),
+        Event::Started { index, pid, cpu, .. } => say(format_args!("worker {index} pid {pid} cpu {cpu}")),
         Event::Died { index, cpu, exit, restart_in } => {
             say(format_args!("worker {index} cpu {cpu} {exit}; restarting in {} ms", restart_in.as_millis()))
         }
@@ -25,6 +24,23 @@ pub(crate) fn event<P>(event: &Event<'_, P>, counts: &impl Fn(&P) -> Option<Coun
             "percore: cannot restart worker {index}: {error}; trying again in {} ms",
             retry_in.as_millis()
         )),
+        Event::Reloading { generation } => say(format_args!("percore: reloading: generation {generation}")),
+        Event::ReloadFailed(error) => say(format_args!("percore: reload failed, the workers go on: {error}")),
+        Event::Upgrading { pid } => say(format_args!("percore: upgrading: new master pid {pid}")),
+        Event::Upgraded => say(format_args!("percore: upgraded: the new master is ready; workers retiring")),
+        Event::UpgradeFailed(error) => {
+            say(format_args!("percore: upgrade failed, this master goes on: {error}"))
+        }
+        Event::Live(workers) => {
+            for worker in *workers {
+                let live = worker.live;
+                say(format_args!(
+                    "live: worker {} pid {} cpu {}: {} connections, {} open, {} requests, {} errors",
+                    worker.index, live.pid, worker.cpu, live.accepted, live.open, live.requests, live.errors
+                ));
+            }
+        }
+        Event::Stats(workers) => say(format_args!("stats: {}", stats_line(workers))),
         Event::Stopping(stopped @ (Stopped::GaveUp { .. } | Stopped::Unclean { .. })) => {
             say(format_args!("percore: {stopped}"))
         }
@@ -32,14 +48,27 @@ pub(crate) fn event<P>(event: &Event<'_, P>, counts: &impl Fn(&P) -> Option<Coun
         Event::Failed { index, cpu, error } => {
             say(format_args!("percore: worker {index} (cpu {cpu}): {error}"))
         }
-        Event::Stopped { index, pid, cpu, stats, protocol } => {
-            let counts = counts(protocol).unwrap_or_default();
-            say(format_args!(
-                "worker {index} pid {pid} cpu {cpu} stopped: {} connections, {} requests, {} errors",
-                stats.accepted,
-                counts.requests,
-                stats.errors + counts.errors
-            ))
-        }
+        Event::Stopped { index, pid, cpu, stats, counts, retired } => say(format_args!(
+            "worker {index} pid {pid} cpu {cpu} {}: {} connections, {} requests, {} errors",
+            if *retired { "retired" } else { "stopped" },
+            stats.accepted,
+            counts.requests,
+            stats.errors + counts.errors
+        )),
     }
+}
+
+/// `worker 0 cpu 0: 71234 req/s, 100 open | worker 1 cpu 1: ...`
+fn stats_line(workers: &[WorkerLive]) -> String {
+    let mut line = String::new();
+    for worker in workers {
+        let separator = if line.is_empty() { "" } else { " | " };
+        let rate = worker.per_second.unwrap_or(0.0);
+        let _ = write!(
+            line,
+            "{separator}worker {} cpu {}: {rate:.0} req/s, {} open",
+            worker.index, worker.cpu, worker.live.open
+        );
+    }
+    line
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime};
 use super::memo::{Head, HeadMemo};
 use super::parse::{Limits, Method, Progress, Status, Version};
 use super::prebuilt::{http_date, Persist, Response, Variants};
-use crate::reactor::{Flow, Io, Protocol, Verdict};
+use crate::reactor::{Counts, Flow, Io, Protocol, Verdict};
 
 /// Answers a connection may have waiting for their delay; then it is not read
 /// until they go, so a client that pipelines cannot grow the worker.
@@ -41,15 +41,6 @@ impl Default for HelloConfig {
             delay: Duration::ZERO,
         }
     }
-}
-
-/// Requests a [`Hello`] answered and refused.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Counts {
-    /// Requests answered (including refusals).
-    pub requests: u64,
-    /// Requests refused as malformed or over a limit.
-    pub errors: u64,
 }
 
 /// The hello server's protocol: parses each request head, skips any body, and

@@ -11,7 +11,7 @@ mod prebuilt;
 mod response;
 mod syntax;
 
-pub use hello::{Counts, Hello, HelloConfig, HelloConn};
+pub use hello::{Hello, HelloConfig, HelloConn};
 pub use parse::{parse, Error, Limits, Method, Progress, Request, Status, Version};
 pub use prebuilt::{http_date, Persist, Response, Variants, DATE_LEN};
 pub use response::{BodyKind, Framed, ResponseError, ResponseHead, ResponseReader, Stream};

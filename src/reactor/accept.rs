@@ -14,13 +14,14 @@ const ACCEPTS_PER_WAKE: usize = 256;
 
 impl<P: Protocol> Reactor<P> {
     /// Accepts until the queue is empty, or until a limit, a budget or an error
-    /// says when to look again (see [`Accept`]).
-    pub(super) fn accept_all(&mut self) {
-        let Some(listener) = self.listener.as_ref().map(AsRawFd::as_raw_fd) else { return };
+    /// says when to look again (see [`Accept`]). Returns whether the queue is empty
+    /// (or there is no listener).
+    pub(super) fn accept_all(&mut self) -> bool {
+        let Some(listener) = self.listener.as_ref().map(AsRawFd::as_raw_fd) else { return true };
         for _ in 0..ACCEPTS_PER_WAKE {
             if self.connections.len() >= self.core.config.max_connections {
                 self.accept = Accept::AtLimit;
-                return;
+                return false;
             }
             match sys::accept(listener) {
                 Ok(fd) => {
@@ -28,18 +29,19 @@ impl<P: Protocol> Reactor<P> {
                     self.register(fd);
                 }
                 Err(e) => match AcceptError::of(&e) {
-                    AcceptError::Drained => return,
+                    AcceptError::Drained => return true,
                     // That connection failed before we took it; the next one is there.
                     AcceptError::Aborted => {}
                     AcceptError::OutOfDescriptors if self.refuse_one(listener) => {}
                     AcceptError::OutOfDescriptors | AcceptError::Other => {
                         self.accept = Accept::NextTick;
-                        return;
+                        return false;
                     }
                 },
             }
         }
         self.accept = Accept::Now;
+        false
     }
 
     /// Opens a new connection to the protocol ([`Protocol::on_open`], which may

@@ -64,8 +64,10 @@ pub(crate) struct Connection<S> {
     timeout: Timeout,
     /// The peer took some of our output since the last `rearm`.
     output_progressed: bool,
-    /// The protocol consumed some input since the last `rearm`.
-    pub(crate) input_progressed: bool,
+    /// Bytes the protocol consumed since the last `rearm`.
+    pub(crate) input_consumed: usize,
+    /// Bytes of a body received and not yet turned into more time (see `rearm`).
+    body_credit: usize,
 }
 
 impl<S: Default> Connection<S> {
@@ -85,7 +87,8 @@ impl<S: Default> Connection<S> {
             deadline: 0,
             timeout: Timeout::Idle,
             output_progressed: false,
-            input_progressed: false,
+            input_consumed: 0,
+            body_credit: 0,
         }
     }
 }
@@ -150,11 +153,15 @@ impl<S> Connection<S> {
 
     /// Sets the deadline for the state the connection is now in: `busy` is the
     /// protocol's word (see `Protocol::is_busy`), `timer_set` whether the protocol
-    /// has a timer of its own. A request's deadline runs from its first byte until
-    /// the protocol consumes some of it (a head, or part of a body): bytes that
-    /// trickle in without completing anything do not extend it. The send deadline
-    /// runs from the peer's latest progress, the idle deadline from the latest
-    /// activity.
+    /// has a timer of its own.
+    ///
+    /// A request's deadline runs from its first byte; bytes that trickle in without
+    /// completing anything do not extend it. Once the protocol consumes some (a head
+    /// completed), the next request's deadline starts afresh; but a body (the
+    /// protocol busy with its input all consumed) earns time only as it arrives: one
+    /// second per `min_body_rate` bytes, never more than the request timeout ahead,
+    /// so that a body trickling a byte at a time runs out. The send deadline runs
+    /// from the peer's latest progress, the idle deadline from the latest activity.
     pub(crate) fn rearm(&mut self, now: u32, config: &Config, busy: bool, timer_set: bool) {
         let (timeout, seconds) = match self.phase {
             Phase::Lingering => (Timeout::Linger, LINGER_SECS),
@@ -164,23 +171,46 @@ impl<S> Connection<S> {
             _ if busy => (Timeout::Request, config.request_timeout),
             _ => (Timeout::Idle, config.idle_timeout),
         };
+        let consumed = std::mem::take(&mut self.input_consumed);
+        let same = self.timeout == timeout;
         let keep = match timeout {
-            Timeout::Request => self.timeout == timeout && !std::mem::take(&mut self.input_progressed),
-            Timeout::Linger => self.timeout == timeout,
-            Timeout::Send => self.timeout == timeout && !std::mem::take(&mut self.output_progressed),
+            Timeout::Request if same && consumed > 0 && busy && self.pending_input.is_empty() => {
+                return self.earn_body_time(now, config, consumed, seconds);
+            }
+            Timeout::Request => same && consumed == 0,
+            Timeout::Linger => same,
+            Timeout::Send => same && !std::mem::take(&mut self.output_progressed),
             Timeout::Idle | Timeout::None => false,
         };
         if keep {
             return;
         }
-        if self.timeout != timeout {
+        if !same {
             // Progress made under the previous timeout does not extend this one.
-            self.input_progressed = false;
             self.output_progressed = false;
+            self.body_credit = 0;
         }
         self.timeout = timeout;
         // +1: the clock counts whole seconds, so a deadline `seconds` ahead could
         // otherwise come up to a second early.
         self.deadline = if seconds == 0 { 0 } else { now.saturating_add(seconds).saturating_add(1) };
+    }
+
+    /// A body's `consumed` bytes arrived: its deadline moves on by a second per
+    /// `min_body_rate` bytes, up to `seconds` ahead of now.
+    fn earn_body_time(&mut self, now: u32, config: &Config, consumed: usize, seconds: u32) {
+        if seconds == 0 {
+            return;
+        }
+        let ceiling = now.saturating_add(seconds).saturating_add(1);
+        let Some(rate) = usize::try_from(config.min_body_rate).ok().filter(|&rate| rate > 0) else {
+            // No minimum rate: any progress restarts the timeout.
+            self.deadline = ceiling;
+            return;
+        };
+        self.body_credit = self.body_credit.saturating_add(consumed);
+        let earned = u32::try_from(self.body_credit / rate).unwrap_or(u32::MAX);
+        self.body_credit %= rate;
+        self.deadline = self.deadline.saturating_add(earned).min(ceiling);
     }
 }

@@ -125,9 +125,7 @@ impl<P: Protocol> Core<P> {
         let verdict = self.protocol.on_data(&mut conn.state, input, &mut io);
         let consumed = verdict.consumed.min(input.len());
         let unconsumed = consumed < input.len();
-        if consumed > 0 {
-            conn.input_progressed = true;
-        }
+        conn.input_consumed += consumed;
         match verdict.then {
             Then::Read => conn.keep_input(from_pending, fresh, consumed),
             Then::Pause => {

@@ -20,6 +20,7 @@ mod clock;
 mod config;
 mod connection;
 mod context;
+mod drain;
 mod drive;
 mod harness;
 mod output;
@@ -29,9 +30,10 @@ mod timers;
 
 pub use config::Config;
 pub use context::Io;
+pub use drain::{DrainOptions, ListenerFate};
 pub use harness::Harness;
 pub use output::Output;
-pub use protocol::{Closed, ConnId, Flow, Protocol, Then, Verdict};
+pub use protocol::{Closed, ConnId, Counts, Flow, Protocol, Then, Verdict};
 
 use std::fs::File;
 use std::io as stdio;
@@ -42,6 +44,7 @@ use std::time::{Duration, SystemTime};
 use crate::sys::{self, Epoll, Event};
 use clock::Clock;
 use connection::{Connection, Phase};
+use drain::Drain;
 use drive::{Callback, Next};
 use slab::{Slab, Token, MAX_INDEX};
 use timers::Timers;
@@ -118,9 +121,8 @@ pub struct Reactor<P: Protocol> {
     core: Core<P>,
     events: Vec<Event>,
     again: Vec<Token>,
-    /// Set by [`Reactor::drain`]: the second of the loop's clock at which the
-    /// connections still open are closed.
-    drain_deadline: Option<u32>,
+    /// Set by [`Reactor::drain`]: the graceful stop under way.
+    drain: Option<Drain>,
     stats: Stats,
     /// When to look at the listener's queue without a new edge.
     accept: Accept,
@@ -182,7 +184,7 @@ impl<P: Protocol> Reactor<P> {
             },
             events: Vec::with_capacity(EVENTS_PER_WAIT),
             again: Vec::new(),
-            drain_deadline: None,
+            drain: None,
             stats: Stats::default(),
             accept: Accept::OnEdge,
         })
@@ -192,29 +194,6 @@ impl<P: Protocol> Reactor<P> {
     /// returns [`Wake::Control`] from [`run`](Reactor::run).
     pub fn watch(&mut self, fd: RawFd) -> stdio::Result<()> {
         self.epoll.add(fd, sys::INTEREST_READ, CONTROL)
-    }
-
-    /// Starts a graceful stop: no more accepting, the protocol is told
-    /// ([`Protocol::on_drain`]), idle connections are closed now and the others as
-    /// soon as they are idle; after `timeout`, whatever is left is closed.
-    /// [`run`](Reactor::run) returns [`Wake::Drained`] when no connection is left.
-    pub fn drain(&mut self, timeout: Duration) {
-        if self.drain_deadline.is_some() {
-            return;
-        }
-        // The listener stays open (the master holds it); it is only no longer watched.
-        if let Some(listener) = &self.listener {
-            let _ = self.epoll.delete(listener.as_raw_fd());
-        }
-        self.core.protocol.on_drain();
-        let seconds = u32::try_from(timeout.as_secs()).unwrap_or(u32::MAX).max(1);
-        self.drain_deadline = Some(self.core.clock.now().saturating_add(seconds));
-        self.close_where(Self::is_idle, Closed::Done);
-    }
-
-    /// Whether [`drain`](Reactor::drain) was called.
-    pub fn is_draining(&self) -> bool {
-        self.drain_deadline.is_some()
     }
 
     /// What the loop counted so far.
@@ -261,7 +240,10 @@ impl<P: Protocol> Reactor<P> {
         let mut control = false;
         for event in &events {
             match event.token() {
-                LISTENER => self.accept_all(),
+                LISTENER if self.drain.is_some() => self.accept_queued(),
+                LISTENER => {
+                    self.accept_all();
+                }
                 CONTROL => control = true,
                 token => self.on_connection_event(Token(token), event),
             }
@@ -269,11 +251,9 @@ impl<P: Protocol> Reactor<P> {
         self.events = events;
         self.serve_again();
         self.fire_timers();
+        self.end_grace_if_over();
         if tick.is_some() {
             self.close_expired();
-        }
-        if self.drain_deadline.is_some() && self.connections.len() == 0 {
-            return Ok(Some(Wake::Drained));
         }
         // The listener is edge-triggered: connections left in its queue (at the
         // connection limit, after the accept budget, after an error) raise no new
@@ -284,9 +264,17 @@ impl<P: Protocol> Reactor<P> {
             Accept::AtLimit => self.connections.len() < self.core.config.max_connections,
             Accept::NextTick => tick.is_some(),
         };
-        if retry && !self.is_draining() {
+        if retry {
             self.accept = Accept::OnEdge;
-            self.accept_all();
+            match self.drain {
+                None => {
+                    self.accept_all();
+                }
+                Some(_) => self.accept_queued(),
+            }
+        }
+        if self.drain.is_some() && self.listener.is_none() && self.connections.len() == 0 {
+            return Ok(Some(Wake::Drained));
         }
         Ok(control.then_some(Wake::Control))
     }
@@ -299,8 +287,9 @@ impl<P: Protocol> Reactor<P> {
         }
         let now = self.core.clock.instant();
         let timer = self.core.timers.next().map(|at| at.saturating_duration_since(now));
+        let grace = self.grace_until().map(|at| at.saturating_duration_since(now));
         let second = Some(self.core.clock.to_next_second());
-        [timer, second, max_wait].into_iter().flatten().min()
+        [timer, grace, second, max_wait].into_iter().flatten().min()
     }
 
     fn on_connection_event(&mut self, token: Token, event: &Event) {
@@ -365,7 +354,7 @@ impl<P: Protocol> Reactor<P> {
 
     fn finish(&mut self, token: Token, next: Next) {
         match next {
-            Next::Wait if self.drain_deadline.is_some() => self.close_if_idle(token),
+            Next::Wait if self.closes_idle() => self.close_if_idle(token),
             Next::Wait => self.rearm(token),
             Next::Again => {
                 self.rearm(token);
@@ -387,20 +376,6 @@ impl<P: Protocol> Reactor<P> {
             let timer_set = self.core.timers.deadline(token).is_some();
             conn.rearm(self.core.clock.now(), &self.core.config, busy, timer_set);
         }
-    }
-
-    fn close_if_idle(&mut self, token: Token) {
-        if self.connections.get_mut(token).is_some_and(|conn| Self::is_idle(conn)) {
-            self.close(token, Closed::Done);
-        } else {
-            self.rearm(token);
-        }
-    }
-
-    /// Safe to close at any time: no message partly received (nor one the protocol
-    /// is busy with) and nothing to send.
-    fn is_idle(conn: &Connection<P::Conn>) -> bool {
-        conn.is_idle() && !P::is_busy(&conn.state)
     }
 
     /// The one way a connection leaves the loop: its timer is cancelled, the
@@ -444,10 +419,12 @@ impl<P: Protocol> Reactor<P> {
     }
 
     fn close_expired(&mut self) {
-        let now = self.core.clock.now();
-        if self.drain_deadline.is_some_and(|deadline| deadline <= now) {
-            return self.close_where(|_| true, Closed::TimedOut);
+        if self.drain_expired() {
+            self.close_where(|_| true, Closed::TimedOut);
+            // Nothing is left to serve what the listener still queues.
+            return self.drop_listener();
         }
+        let now = self.core.clock.now();
         self.close_where(|conn| conn.deadline != 0 && conn.deadline <= now, Closed::TimedOut);
     }
 }

@@ -155,3 +155,14 @@ pub trait Protocol {
     /// asking clients to close (HTTP: `Connection: close`).
     fn on_drain(&mut self) {}
 }
+
+/// What a protocol counted: requests (or messages, commands) answered, and those
+/// refused. Not part of the contract: a protocol that counts offers it to whoever
+/// reports on it (the workers' live figures and last lines).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Requests answered, refusals included.
+    pub requests: u64,
+    /// Requests refused as malformed or over a limit.
+    pub errors: u64,
+}

@@ -23,12 +23,18 @@ macro_rules! syscall {
     }};
 }
 
+mod handoff;
 mod process;
+mod shared;
+mod timer;
 
+pub use handoff::{exec_with_listeners, take_inherited};
 pub use process::{
-    fork, kill, raise_nofile_limit, reap_child, set_batch_scheduling, set_parent_death_signal, thread_count,
-    Exit, Forked, SignalFd,
+    fork, kill, pipe, raise_nofile_limit, reap_child, set_batch_scheduling, set_parent_death_signal,
+    thread_count, Exit, Forked, SignalFd,
 };
+pub use shared::SharedSlots;
+pub use timer::TimerFd;
 
 /// Readiness reported by [`Epoll::wait`]: the token given at registration and the
 /// `EPOLL*` bits that fired.
@@ -269,6 +275,43 @@ pub fn set_defer_accept(fd: RawFd, seconds: libc::c_int) -> io::Result<()> {
         libc::IPPROTO_TCP,
         libc::TCP_DEFER_ACCEPT,
         (&seconds as *const libc::c_int).cast(),
+        size
+    ))?;
+    Ok(())
+}
+
+/// `SO_ATTACH_REUSEPORT_CBPF` (asm-generic/socket.h; the libc crate has it for
+/// Android only).
+const SO_ATTACH_REUSEPORT_CBPF: libc::c_int = 51;
+
+/// Attaches to `fd`'s `SO_REUSEPORT` group a classic BPF program that hands each new
+/// connection to the listener at the index of the receiving CPU in `cpus` (the
+/// listeners joined the group in that order); a connection received on a CPU not in
+/// `cpus` is hashed as usual (the program answers an index past the group).
+pub fn steer_by_cpu(fd: RawFd, cpus: &[usize]) -> io::Result<()> {
+    const LOAD_CPU: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
+    const JUMP_IF_EQUAL: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
+    const RETURN: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
+    let op = |code: u16, jt: u8, jf: u8, k: u32| libc::sock_filter { code, jt, jf, k };
+    let group = u32::try_from(cpus.len()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // A = the CPU that received the packet; then for each listener: if A is its CPU,
+    // answer its index; else (no CPU matched) an index past the group.
+    let mut program = vec![op(LOAD_CPU, 0, 0, (libc::SKF_AD_OFF + libc::SKF_AD_CPU) as u32)];
+    for (index, &cpu) in cpus.iter().enumerate() {
+        program.push(op(JUMP_IF_EQUAL, 0, 1, cpu as u32));
+        program.push(op(RETURN, 0, 0, index as u32));
+    }
+    program.push(op(RETURN, 0, 0, group));
+    let len = u16::try_from(program.len()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let fprog = libc::sock_fprog { len, filter: program.as_mut_ptr() };
+    let size = std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t;
+    // SAFETY: `fprog` points at `program`, `len` instructions long, for the call;
+    // the kernel copies the program.
+    syscall!(setsockopt(
+        fd,
+        libc::SOL_SOCKET,
+        SO_ATTACH_REUSEPORT_CBPF,
+        (&fprog as *const libc::sock_fprog).cast(),
         size
     ))?;
     Ok(())

@@ -5,8 +5,10 @@ use std::io;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-/// The signals a master and its workers take through a signalfd.
-pub const HANDLED_SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGCHLD];
+/// The signals a master and its workers take through a signalfd: nginx's set (TERM,
+/// INT, QUIT, HUP, USR1, USR2) and CHLD.
+pub const HANDLED_SIGNALS: [libc::c_int; 7] =
+    [libc::SIGINT, libc::SIGTERM, libc::SIGQUIT, libc::SIGHUP, libc::SIGUSR1, libc::SIGUSR2, libc::SIGCHLD];
 
 /// Which side of a `fork` this process is on.
 #[derive(Debug)]
@@ -45,6 +47,17 @@ pub fn thread_count() -> io::Result<usize> {
         .nth(17)
         .and_then(|field| field.parse().ok())
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "no num_threads in /proc/self/stat"))
+}
+
+/// A pipe, both ends close-on-exec, the read end non-blocking: (read, write).
+pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: the kernel writes two descriptors into `fds`.
+    syscall!(pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC))?;
+    // SAFETY: pipe2 returned two new descriptors that nothing else owns.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    syscall!(fcntl(read.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK))?;
+    Ok((read, write))
 }
 
 /// How a child ended.
@@ -108,7 +121,9 @@ pub fn set_batch_scheduling() -> io::Result<()> {
 }
 
 /// Blocks [`HANDLED_SIGNALS`] for this process (a child inherits the mask) and opens a
-/// non-blocking signalfd that reads them.
+/// non-blocking signalfd that reads them. Each one's disposition is first reset to
+/// the default: a signal inherited as ignored (a parent's `SIG_IGN` survives exec)
+/// would be discarded when sent, blocked or not, and never reach the signalfd.
 #[derive(Debug)]
 pub struct SignalFd {
     fd: OwnedFd,
@@ -125,6 +140,10 @@ impl SignalFd {
         for signal in HANDLED_SIGNALS {
             // SAFETY: `mask` is an initialised sigset_t and `signal` a valid number.
             syscall!(sigaddset(&mut mask, signal))?;
+            // SAFETY: SIG_DFL is a valid disposition for every signal handled here.
+            if unsafe { libc::signal(signal, libc::SIG_DFL) } == libc::SIG_ERR {
+                return Err(io::Error::last_os_error());
+            }
         }
         // SAFETY: `mask` is initialised; the old mask is not asked for.
         syscall!(sigprocmask(libc::SIG_BLOCK, &mask, std::ptr::null_mut()))?;

@@ -1,17 +1,22 @@
-//! A worker process: pins itself, runs one loop on its listener, stops on a signal.
+//! A worker process: pins itself, runs one loop on its listener, publishes its live
+//! figures once a second, and drains on a signal: a stop (TERM, INT, QUIT) closes
+//! its listener once its queue is served; a retirement (HUP, sent by the master at a
+//! reload or an upgrade) hands the listener over to the next generation at once.
 
 use std::net::TcpListener;
 use std::time::Duration;
 
-use super::{Event, Options, Pinning, Scheduling, WorkerError};
-use crate::reactor::{Protocol, Reactor, Wake};
-use crate::sys::{self, SignalFd};
+use super::live::Board;
+use super::{Event, Options, Pinning, Scheduling, Service, WorkerError};
+use crate::reactor::{DrainOptions, ListenerFate, Reactor, Wake};
+use crate::sys::{self, SignalFd, TimerFd};
 
 /// What a worker is given by the master: which worker it is, and the options of all.
 pub(crate) struct Assignment<'a> {
     pub(crate) index: usize,
     pub(crate) master_pid: u32,
     pub(crate) options: &'a Options,
+    pub(crate) board: &'a Board,
 }
 
 impl Assignment<'_> {
@@ -24,17 +29,21 @@ impl Assignment<'_> {
 /// master handles a worker that cannot run.
 pub(crate) const FAULT_VARIABLE: &str = "PERCORE_FAULT";
 
+/// How often a worker publishes its live figures.
+const PUBLISH_EVERY: Duration = Duration::from_secs(1);
+
 /// Runs the worker until it stops, on the signals `signals` reads (the master's
 /// signalfd, inherited: after a fork it reads the worker's own); returns its exit
 /// status.
-pub(crate) fn run<P: Protocol>(
+pub(crate) fn run<S: Service>(
     job: &Assignment<'_>,
     listener: TcpListener,
     signals: SignalFd,
-    make_protocol: impl FnOnce() -> std::io::Result<P>,
-    report: impl Fn(Event<'_, P>),
+    service: &S,
+    config: &S::Config,
+    report: impl Fn(Event<'_>),
 ) -> i32 {
-    match serve(job, listener, signals, make_protocol, &report) {
+    match serve(job, listener, signals, service, config, &report) {
         Ok(()) => 0,
         Err(error) => {
             report(Event::Failed { index: job.index, cpu: job.cpu(), error });
@@ -43,12 +52,13 @@ pub(crate) fn run<P: Protocol>(
     }
 }
 
-fn serve<P: Protocol>(
+fn serve<S: Service>(
     job: &Assignment<'_>,
     listener: TcpListener,
     signals: SignalFd,
-    make_protocol: impl FnOnce() -> std::io::Result<P>,
-    report: &impl Fn(Event<'_, P>),
+    service: &S,
+    config: &S::Config,
+    report: &impl Fn(Event<'_>),
 ) -> Result<(), WorkerError> {
     // SIGTERM on the master's death: a worker never outlives it (even a SIGKILLed
     // one); the check after covers a master that died before the call.
@@ -67,12 +77,20 @@ fn serve<P: Protocol>(
     if std::env::var_os(FAULT_VARIABLE).is_some_and(|v| v == "worker-start") {
         return Err(WorkerError::Injected);
     }
-    let protocol = make_protocol().map_err(WorkerError::Protocol)?;
+    let protocol = service.protocol(config).map_err(WorkerError::Protocol)?;
     let mut reactor = Reactor::new(listener, protocol, job.options.reactor).map_err(WorkerError::Loop)?;
+    let publish_timer = TimerFd::every(PUBLISH_EVERY).map_err(WorkerError::Loop)?;
     reactor.watch(signals.raw_fd()).map_err(WorkerError::Loop)?;
+    reactor.watch(publish_timer.raw_fd()).map_err(WorkerError::Loop)?;
+    let mut retired = false;
     while reactor.run().map_err(WorkerError::Loop)? == Wake::Control {
-        if !on_signals(&signals, &mut reactor, job.options.shutdown_timeout)? {
-            break;
+        if publish_timer.read().map_err(WorkerError::Loop)? > 0 && !retired {
+            job.board.publish(job.index, reactor.stats(), service.counts(reactor.protocol()));
+        }
+        match on_signals(&signals, &mut reactor, job.options)? {
+            Signalled::Nothing => {}
+            Signalled::Retired => retired = true,
+            Signalled::StopNow => break,
         }
     }
     report(Event::Stopped {
@@ -80,24 +98,43 @@ fn serve<P: Protocol>(
         pid: std::process::id(),
         cpu: job.cpu(),
         stats: reactor.stats(),
-        protocol: reactor.protocol(),
+        counts: service.counts(reactor.protocol()),
+        retired,
     });
     Ok(())
 }
 
-/// SIGTERM or a first SIGINT start a graceful stop; a SIGINT during one stops at
-/// once. Returns whether the loop goes on.
-fn on_signals<P: Protocol>(
+/// What the signals read asked for.
+enum Signalled {
+    Nothing,
+    /// A reload or an upgrade retires this worker: it drains, handing its listener over.
+    Retired,
+    /// A second SIGINT: stop at once.
+    StopNow,
+}
+
+/// TERM, QUIT or a first INT start a graceful stop; HUP (from the master) retires
+/// the worker; an INT during a drain stops at once.
+fn on_signals<P: crate::reactor::Protocol>(
     signals: &SignalFd,
     reactor: &mut Reactor<P>,
-    timeout: Duration,
-) -> Result<bool, WorkerError> {
+    options: &Options,
+) -> Result<Signalled, WorkerError> {
+    let drain =
+        |listener| DrainOptions { listener, grace: options.drain_grace, timeout: options.shutdown_timeout };
+    let mut signalled = Signalled::Nothing;
     while let Some(signal) = signals.read().map_err(WorkerError::Signals)? {
         match signal {
-            libc::SIGINT if reactor.is_draining() => return Ok(false),
-            libc::SIGINT | libc::SIGTERM => reactor.drain(timeout),
+            libc::SIGINT if reactor.is_draining() => return Ok(Signalled::StopNow),
+            libc::SIGINT | libc::SIGTERM | libc::SIGQUIT => {
+                reactor.drain(drain(ListenerFate::CloseAfterQueue))
+            }
+            libc::SIGHUP => {
+                reactor.drain(drain(ListenerFate::HandOver));
+                signalled = Signalled::Retired;
+            }
             _ => {}
         }
     }
-    Ok(true)
+    Ok(signalled)
 }

@@ -19,6 +19,15 @@ pub enum Error {
         /// Why.
         error: io::Error,
     },
+    /// Another socket holds the address, and sharing it was not asked for.
+    AddressInUse(SocketAddr),
+    /// The descriptors passed by `LISTEN_FDS` (systemd, or an upgrading master) are
+    /// not listeners.
+    Inherited(io::Error),
+    /// The reuseport program that steers connections by CPU could not be attached.
+    Steering(io::Error),
+    /// The service's configuration could not be loaded (see [`Service::load`](super::Service::load)).
+    Load(io::Error),
     /// The master's own set-up failed (its signalfd, its epoll instance).
     Setup(io::Error),
     /// The master failed while supervising (waiting, reaping).
@@ -32,6 +41,15 @@ impl std::fmt::Display for Error {
                 write!(f, "cannot fork workers from a process running {threads} threads (it must run one)")
             }
             Error::Listen { addr, error } => write!(f, "cannot listen on {addr}: {error}"),
+            Error::AddressInUse(addr) => {
+                write!(
+                    f,
+                    "cannot listen on {addr}: address in use by another socket (--reuseport-join shares it)"
+                )
+            }
+            Error::Inherited(error) => write!(f, "inherited listeners (LISTEN_FDS): {error}"),
+            Error::Steering(error) => write!(f, "--steer cpu: {error}"),
+            Error::Load(error) => write!(f, "{error}"),
             Error::Setup(error) => write!(f, "master: {error}"),
             Error::Master(error) => write!(f, "master: {error}"),
         }
@@ -41,8 +59,13 @@ impl std::fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Threaded { .. } => None,
-            Error::Listen { error, .. } | Error::Setup(error) | Error::Master(error) => Some(error),
+            Error::Threaded { .. } | Error::AddressInUse(_) => None,
+            Error::Listen { error, .. }
+            | Error::Inherited(error)
+            | Error::Steering(error)
+            | Error::Load(error)
+            | Error::Setup(error)
+            | Error::Master(error) => Some(error),
         }
     }
 }

@@ -1,24 +1,35 @@
-//! The master: forks a worker per CPU, restarts the ones that die, and stops them
-//! all on SIGTERM or SIGINT. It holds every listener for its whole life, so a
-//! restarted worker takes over the queue of the one it replaces.
+//! The master: forks a worker per CPU and restarts the ones that die; on signals it
+//! stops them, reloads them (a new generation on the same listeners, the old one
+//! retiring), upgrades the binary, or reports their live figures. It holds every
+//! listener while it serves, so a restarted or reloaded worker takes over the queue
+//! of the one it replaces.
 
 use std::collections::VecDeque;
-use std::net::TcpListener;
+use std::io::Read;
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use super::child::{self, Assignment};
-use super::{Event, Options, Stopped};
-use crate::reactor::Protocol;
+use super::listeners::Listeners;
+use super::live::{Board, WorkerLive};
+use super::{upgrade, Event, Options, Service, Stopped};
 use crate::sys::{self, Epoll, Exit, Forked, SignalFd};
 
-/// A worker that dies this many times within [`CRASH_WINDOW`] makes the master give up.
+/// A worker that fails to start this many times within [`CRASH_WINDOW`] makes the
+/// master give up.
 pub(crate) const CRASH_LIMIT: usize = 5;
 pub(crate) const CRASH_WINDOW: Duration = Duration::from_secs(10);
-/// First restart delay, doubled for each recent death, up to [`MAX_BACKOFF`].
+/// First restart delay, doubled for each death soon after a start, up to
+/// [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// A worker that served this long before it died starts its back-off afresh.
+const HEALTHY_AFTER: Duration = Duration::from_secs(10);
 /// How long after the shutdown timeout a worker still running is killed.
 const KILL_GRACE: Duration = Duration::from_secs(5);
+
+const SIGNALS: u64 = 0;
+const UPGRADE_READY: u64 = 1;
 
 /// Which process returns from forking a worker. The child must become the worker:
 /// carrying on as the master would make two masters.
@@ -30,50 +41,100 @@ enum Role {
 }
 
 /// A worker's place: worker `i` runs on `options.cpus[i]`.
-#[derive(Default)]
 struct Slot {
     pid: Option<libc::pid_t>,
+    started_at: Instant,
     restart_at: Option<Instant>,
-    deaths: VecDeque<Instant>,
+    backoff: Duration,
+    /// Recent deaths of workers that could not start (exit status 1).
+    start_failures: VecDeque<Instant>,
 }
 
-pub(crate) struct Master<'a, F, R> {
+/// Where the master is in its life.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Serving,
+    /// A new master serves: this one's workers drain, then it exits.
+    Upgraded,
+    /// Stopping; workers still running then get SIGKILL.
+    Stopping {
+        kill_at: Instant,
+    },
+}
+
+pub(crate) struct Master<'a, S: Service, R> {
     options: &'a Options,
-    listeners: Vec<TcpListener>,
-    make_protocol: F,
+    /// Closed when stopping, so that new connections are refused.
+    listeners: Option<Listeners>,
+    service: S,
+    config: S::Config,
     /// Where events go, in the master and, inherited, in its workers.
     report: R,
     slots: Vec<Slot>,
+    generation: u32,
+    /// Workers of earlier generations, draining: pid and index.
+    retiring: Vec<(libc::pid_t, usize)>,
     epoll: Epoll,
     signals: SignalFd,
-    /// Set once stopping: when workers still running get SIGKILL.
-    kill_at: Option<Instant>,
+    board: Board,
+    phase: Phase,
+    upgrade: Option<upgrade::Pending>,
+    stats: Stats,
     outcome: Stopped,
     /// The master's own pid, which a forked worker checks its parent against.
     pid: u32,
 }
 
-impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>, R: Fn(Event<'_, P>)> Master<'a, F, R> {
+/// When the next live figures are due, and the requests counted at the last.
+struct Stats {
+    next: Option<Instant>,
+    last_at: Instant,
+    last_requests: Vec<u64>,
+}
+
+impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
     pub(crate) fn new(
         options: &'a Options,
-        listeners: Vec<TcpListener>,
-        make_protocol: F,
+        listeners: Listeners,
+        signals: SignalFd,
+        service: S,
+        config: S::Config,
         report: R,
     ) -> std::io::Result<Self> {
-        // Blocked before the first fork, so that workers inherit the mask too.
-        let signals = SignalFd::new()?;
+        // The signals were blocked before the first fork: workers inherit the mask.
         let epoll = Epoll::new()?;
-        epoll.add(signals.raw_fd(), sys::INTEREST_READ, 0)?;
-        let slots = options.cpus.iter().map(|_| Slot::default()).collect();
+        epoll.add(signals.raw_fd(), sys::INTEREST_READ, SIGNALS)?;
+        let now = Instant::now();
+        let slots = options
+            .cpus
+            .iter()
+            .map(|_| Slot {
+                pid: None,
+                started_at: now,
+                restart_at: None,
+                backoff: FIRST_BACKOFF,
+                start_failures: VecDeque::new(),
+            })
+            .collect();
         Ok(Master {
             options,
-            listeners,
-            make_protocol,
+            listeners: Some(listeners),
+            service,
+            config,
             report,
             slots,
+            generation: 1,
+            retiring: Vec::new(),
             epoll,
             signals,
-            kill_at: None,
+            board: Board::new(options.cpus.len())?,
+            phase: Phase::Serving,
+            upgrade: None,
+            stats: Stats {
+                next: options.stats_interval.map(|every| now + every),
+                last_at: now,
+                last_requests: vec![0; options.cpus.len()],
+            },
             outcome: Stopped::Gracefully,
             pid: std::process::id(),
         })
@@ -87,28 +148,62 @@ impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>, R: Fn(Event<'_, P>)> Master
                 self.become_worker(index);
             }
         }
+        // A master this one upgrades waits for this to retire its own workers.
+        if let Some(ready) = self.listeners.as_mut().and_then(|listeners| listeners.ready.take()) {
+            upgrade::say_ready(ready);
+        }
         let mut events = Vec::with_capacity(4);
-        while self.kill_at.is_none() || self.slots.iter().any(|slot| slot.pid.is_some()) {
+        while !self.finished() {
             self.epoll.wait(&mut events, self.timeout())?;
             while let Some(signal) = self.signals.read()? {
-                match signal {
-                    libc::SIGCHLD => self.reap()?,
-                    _ => self.stop(signal),
+                let role = match signal {
+                    libc::SIGHUP => self.reload()?,
+                    libc::SIGCHLD => self.reap().map(|()| Role::Master)?,
+                    libc::SIGUSR1 => {
+                        (self.report)(Event::Live(&self.lives()));
+                        Role::Master
+                    }
+                    libc::SIGUSR2 => {
+                        self.upgrade();
+                        Role::Master
+                    }
+                    _ => {
+                        self.stop(signal);
+                        Role::Master
+                    }
+                };
+                if let Role::Worker(index) = role {
+                    self.become_worker(index);
                 }
+            }
+            if events.iter().any(|event| event.token() == UPGRADE_READY) {
+                self.on_upgrade_ready();
             }
             if let Role::Worker(index) = self.restart_due() {
                 self.become_worker(index);
             }
-            if self.kill_at.is_some_and(|at| at <= Instant::now()) {
-                self.signal_workers(libc::SIGKILL);
-                // Each is reaped on its SIGCHLD; not sent again at every wake until then.
-                self.kill_at = Some(Instant::now() + KILL_GRACE);
+            if self.stats.next.is_some_and(|at| at <= Instant::now()) {
+                self.report_stats();
+            }
+            if let Phase::Stopping { kill_at } = self.phase {
+                if kill_at <= Instant::now() {
+                    self.signal_all(libc::SIGKILL);
+                    // Each is reaped on its SIGCHLD; not sent again at every wake until then.
+                    self.phase = Phase::Stopping { kill_at: Instant::now() + KILL_GRACE };
+                }
             }
         }
         Ok(self.outcome)
     }
 
-    /// Forks worker `index`; says which side of the fork returns.
+    /// Stopping or upgraded, and every worker is gone.
+    fn finished(&self) -> bool {
+        self.phase != Phase::Serving
+            && self.slots.iter().all(|slot| slot.pid.is_none())
+            && self.retiring.is_empty()
+    }
+
+    /// Forks worker `index` of the current generation; says which side returns.
     fn start(&mut self, index: usize) -> std::io::Result<Role> {
         let (slot, cpu) = (&mut self.slots[index], self.options.cpus[index]);
         slot.restart_at = None;
@@ -116,50 +211,81 @@ impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>, R: Fn(Event<'_, P>)> Master
             Forked::Child => Ok(Role::Worker(index)),
             Forked::Parent(pid) => {
                 slot.pid = Some(pid);
-                (self.report)(Event::Started { index, pid, cpu });
+                slot.started_at = Instant::now();
+                (self.report)(Event::Started { index, pid, cpu, generation: self.generation });
                 Ok(Role::Master)
             }
         }
     }
 
-    /// In the child of a fork: closes what belongs to the master (its epoll, the other
-    /// workers' listeners) and runs as worker `index`, on the inherited signalfd.
-    fn become_worker(mut self, index: usize) -> ! {
-        let job = Assignment { index, master_pid: self.pid, options: self.options };
-        let listener = self.listeners.swap_remove(index);
-        drop((self.listeners, self.epoll));
+    /// In the child of a fork: closes what belongs to the master (its epoll, the
+    /// other workers' listeners, an upgrade's pipe) and runs as worker `index`, on
+    /// the inherited signalfd.
+    fn become_worker(self, index: usize) -> ! {
+        let job = Assignment { index, master_pid: self.pid, options: self.options, board: &self.board };
+        let Some(listener) = self.listeners.as_ref().and_then(|l| l.for_worker(index).try_clone().ok())
+        else {
+            std::process::exit(1)
+        };
+        drop((self.listeners, self.epoll, self.upgrade));
         // After a fork a signalfd reads the signals of the process that reads it.
-        std::process::exit(child::run(&job, listener, self.signals, self.make_protocol, self.report))
+        let status = child::run(&job, listener, self.signals, &self.service, &self.config, &self.report);
+        std::process::exit(status)
     }
 
     fn reap(&mut self) -> std::io::Result<()> {
         while let Some((pid, exit)) = sys::reap_child()? {
+            if let Some(at) = self.retiring.iter().position(|&(p, _)| p == pid) {
+                self.retiring.swap_remove(at);
+                continue;
+            }
+            if self.upgrade.as_ref().is_some_and(|pending| pending.pid == pid) {
+                self.upgrade = None;
+                let why = format!("the new master {exit} before it was ready");
+                (self.report)(Event::UpgradeFailed(std::io::Error::other(why)));
+                continue;
+            }
             let Some(index) = self.slots.iter().position(|slot| slot.pid == Some(pid)) else { continue };
             self.slots[index].pid = None;
-            if self.kill_at.is_none() {
-                self.on_crash(index, exit);
-            } else if exit != Exit::Code(0) && self.outcome == Stopped::Gracefully {
-                self.outcome = Stopped::Unclean { index, exit };
-                (self.report)(Event::Stopping(&self.outcome));
+            match self.phase {
+                Phase::Serving => self.on_death(index, exit),
+                Phase::Upgraded => {}
+                Phase::Stopping { .. } => {
+                    if exit != Exit::Code(0) && self.outcome == Stopped::Gracefully {
+                        self.outcome = Stopped::Unclean { index, exit };
+                        (self.report)(Event::Stopping(&self.outcome));
+                    }
+                }
             }
         }
         Ok(())
     }
 
-    /// Schedules the restart of a worker that died unexpectedly, or gives up.
-    fn on_crash(&mut self, index: usize, exit: Exit) {
+    /// Schedules the restart of a worker that died unexpectedly, or gives up. A
+    /// worker that could not start (exit status 1) counts towards giving up: it
+    /// will not start on a retry either. One killed while it served (the OOM killer,
+    /// a crash under some input) is restarted however often it dies, with a
+    /// back-off that doubles while it dies soon after each start: giving up would
+    /// turn an attack on one worker into an outage of all.
+    fn on_death(&mut self, index: usize, exit: Exit) {
         let now = Instant::now();
         let (slot, cpu) = (&mut self.slots[index], self.options.cpus[index]);
-        slot.deaths.retain(|&at| now.duration_since(at) < CRASH_WINDOW);
-        slot.deaths.push_back(now);
-        if slot.deaths.len() >= CRASH_LIMIT {
-            self.outcome = Stopped::GaveUp { index, cpu, last: exit };
-            (self.report)(Event::Stopping(&self.outcome));
-            return self.stop(libc::SIGTERM);
+        if matches!(exit, Exit::Code(code) if code != 0) {
+            slot.start_failures.retain(|&at| now.duration_since(at) < CRASH_WINDOW);
+            slot.start_failures.push_back(now);
+            if slot.start_failures.len() >= CRASH_LIMIT {
+                self.outcome = Stopped::GaveUp { index, cpu, last: exit };
+                (self.report)(Event::Stopping(&self.outcome));
+                self.stop(libc::SIGTERM);
+                return;
+            }
         }
-        let backoff = FIRST_BACKOFF.saturating_mul(1 << (slot.deaths.len() - 1)).min(MAX_BACKOFF);
-        slot.restart_at = Some(now + backoff);
-        (self.report)(Event::Died { index, cpu, exit, restart_in: backoff });
+        let ran = now.saturating_duration_since(slot.started_at);
+        slot.backoff = if ran >= HEALTHY_AFTER { FIRST_BACKOFF } else { slot.backoff };
+        let restart_in = slot.backoff;
+        slot.backoff = slot.backoff.saturating_mul(2).min(MAX_BACKOFF);
+        slot.restart_at = Some(now + restart_in);
+        (self.report)(Event::Died { index, cpu, exit, restart_in });
     }
 
     /// Restarts the workers whose back-off is over. A fork that fails is tried again
@@ -167,7 +293,7 @@ impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>, R: Fn(Event<'_, P>)> Master
     fn restart_due(&mut self) -> Role {
         let now = Instant::now();
         for index in 0..self.slots.len() {
-            if self.kill_at.is_none() && self.slots[index].restart_at.is_some_and(|at| at <= now) {
+            if self.phase == Phase::Serving && self.slots[index].restart_at.is_some_and(|at| at <= now) {
                 match self.start(index) {
                     Ok(Role::Master) => {}
                     Ok(role @ Role::Worker(_)) => return role,
@@ -181,33 +307,147 @@ impl<'a, P: Protocol, F: Fn() -> std::io::Result<P>, R: Fn(Event<'_, P>)> Master
         Role::Master
     }
 
-    /// A first SIGTERM or SIGINT starts a graceful stop of every worker; a SIGINT
-    /// during one stops them at once.
-    fn stop(&mut self, signal: libc::c_int) {
-        if self.kill_at.is_none() {
-            let grace = self.options.shutdown_timeout.saturating_add(KILL_GRACE);
-            self.kill_at = Some(Instant::now().checked_add(grace).unwrap_or_else(far_future));
-            for slot in &mut self.slots {
-                slot.restart_at = None;
+    /// SIGHUP: loads the configuration again and starts a new generation of workers
+    /// on the same listeners; the old one retires (drains, handing the listeners
+    /// over). A configuration that cannot be loaded leaves the workers as they are.
+    fn reload(&mut self) -> std::io::Result<Role> {
+        if self.phase != Phase::Serving {
+            return Ok(Role::Master);
+        }
+        match self.service.load() {
+            Ok(config) => self.config = config,
+            Err(error) => {
+                (self.report)(Event::ReloadFailed(error));
+                return Ok(Role::Master);
             }
-            self.signal_workers(libc::SIGTERM);
-        } else if signal == libc::SIGINT {
-            self.outcome = Stopped::AtOnce;
-            self.signal_workers(libc::SIGINT);
+        }
+        self.generation += 1;
+        (self.report)(Event::Reloading { generation: self.generation });
+        for index in 0..self.slots.len() {
+            let old = self.slots[index].pid.take();
+            let role = self.start(index)?;
+            if let Role::Worker(_) = role {
+                return Ok(role);
+            }
+            if let Some(pid) = old {
+                self.retire(pid, index);
+            }
+        }
+        Ok(Role::Master)
+    }
+
+    fn retire(&mut self, pid: libc::pid_t, index: usize) {
+        self.retiring.push((pid, index));
+        // A worker that exited already is reaped on the coming SIGCHLD.
+        let _ = sys::kill(pid, libc::SIGHUP);
+    }
+
+    /// SIGUSR2: executes the program on disk with the listeners; once it says it
+    /// is ready, this master retires its workers and exits.
+    fn upgrade(&mut self) {
+        if self.phase != Phase::Serving || self.upgrade.is_some() {
+            return;
+        }
+        let Some(listeners) = self.listeners.as_ref() else { return };
+        match upgrade::start(listeners, &self.report) {
+            Ok(pending) => {
+                let registered = self.epoll.add(pending.ready.as_raw_fd(), sys::INTEREST_READ, UPGRADE_READY);
+                match registered {
+                    Ok(()) => {
+                        (self.report)(Event::Upgrading { pid: pending.pid });
+                        self.upgrade = Some(pending);
+                    }
+                    Err(error) => (self.report)(Event::UpgradeFailed(error)),
+                }
+            }
+            Err(error) => (self.report)(Event::UpgradeFailed(error)),
         }
     }
 
-    fn signal_workers(&self, signal: libc::c_int) {
-        for pid in self.slots.iter().filter_map(|slot| slot.pid) {
+    /// The new master said it is ready, or closed its end without a word (it died).
+    fn on_upgrade_ready(&mut self) {
+        let Some(pending) = self.upgrade.take() else { return };
+        let ready = matches!((&pending.ready).read(&mut [0u8]), Ok(1));
+        let _ = self.epoll.delete(pending.ready.as_raw_fd());
+        if !ready {
+            let why = "the new master closed its pipe before it was ready";
+            return (self.report)(Event::UpgradeFailed(std::io::Error::other(why)));
+        }
+        (self.report)(Event::Upgraded);
+        self.phase = Phase::Upgraded;
+        self.outcome = Stopped::Upgraded;
+        for index in 0..self.slots.len() {
+            self.slots[index].restart_at = None;
+            if let Some(pid) = self.slots[index].pid.take() {
+                self.retire(pid, index);
+            }
+        }
+        self.listeners = None;
+    }
+
+    /// A first SIGTERM, SIGINT or SIGQUIT starts a graceful stop of every worker, and
+    /// closes the master's listeners (the workers close theirs once they served
+    /// their queue); a SIGINT during one stops them at once.
+    fn stop(&mut self, signal: libc::c_int) {
+        if !matches!(signal, libc::SIGTERM | libc::SIGINT | libc::SIGQUIT) {
+            return;
+        }
+        if let Phase::Stopping { .. } = self.phase {
+            if signal == libc::SIGINT {
+                self.outcome = Stopped::AtOnce;
+                self.signal_all(libc::SIGINT);
+            }
+            return;
+        }
+        let grace = self.options.shutdown_timeout.saturating_add(KILL_GRACE);
+        self.phase =
+            Phase::Stopping { kill_at: Instant::now().checked_add(grace).unwrap_or_else(far_future) };
+        self.listeners = None;
+        for slot in &mut self.slots {
+            slot.restart_at = None;
+        }
+        self.signal_all(libc::SIGTERM);
+    }
+
+    fn signal_all(&self, signal: libc::c_int) {
+        let current = self.slots.iter().filter_map(|slot| slot.pid);
+        for pid in current.chain(self.retiring.iter().map(|&(pid, _)| pid)) {
             // A worker that exited already is reaped on the coming SIGCHLD.
             let _ = sys::kill(pid, signal);
         }
     }
 
-    /// How long until the next restart or kill is due; `None` when none is.
+    /// Every worker's live figures, with their rates since the last `--stats` report.
+    fn lives(&self) -> Vec<WorkerLive> {
+        let elapsed = self.stats.last_at.elapsed().as_secs_f64();
+        (0..self.slots.len())
+            .map(|index| {
+                let live = self.board.read(index);
+                let counted = live.requests.saturating_sub(self.stats.last_requests[index]);
+                let per_second = (elapsed > 0.0).then(|| counted as f64 / elapsed);
+                WorkerLive { index, cpu: self.options.cpus[index], live, per_second }
+            })
+            .collect()
+    }
+
+    /// The `--stats` report: every worker's figures and rate since the last one.
+    fn report_stats(&mut self) {
+        let lives = self.lives();
+        (self.report)(Event::Stats(&lives));
+        let now = Instant::now();
+        self.stats.next = self.options.stats_interval.map(|every| now + every);
+        self.stats.last_at = now;
+        self.stats.last_requests = lives.iter().map(|worker| worker.live.requests).collect();
+    }
+
+    /// How long until the next restart, kill or live report is due; `None` when none is.
     fn timeout(&self) -> Option<Duration> {
         let restarts = self.slots.iter().filter_map(|slot| slot.restart_at);
-        let next = restarts.chain(self.kill_at).min();
+        let kill = match self.phase {
+            Phase::Stopping { kill_at } => Some(kill_at),
+            _ => None,
+        };
+        let next = restarts.chain(kill).chain(self.stats.next).min();
         next.map(|at| at.saturating_duration_since(Instant::now()))
     }
 }

@@ -1,25 +1,39 @@
 //! Processes, not threads: a master binds one `SO_REUSEPORT` listener per worker,
 //! forks one worker process per CPU, each pinned to its CPU and running one loop, and
-//! supervises them. Any [`Protocol`] can be served this way.
+//! supervises them: restarts, reloads, binary upgrades, graceful stops. Any
+//! [`Service`] can be served this way.
 //!
 //! The library prints nothing: what happens is reported to the caller's closure as
 //! an [`Event`], in the master or (for its own end) in a worker, and [`run`] returns
 //! how the workers stopped or a typed [`Error`].
+//!
+//! Signals, as nginx's: TERM, INT and QUIT stop gracefully (a second INT stops at
+//! once); HUP reloads (the service's configuration is loaded again and a new
+//! generation of workers takes over the same listeners while the old one drains);
+//! USR2 upgrades the binary (the program on disk is executed with the listeners,
+//! and this master retires once the new one is ready); USR1 reports every worker's
+//! live figures.
 
 mod child;
 mod cpus;
 mod error;
+mod listeners;
+mod live;
 mod master;
+mod service;
+mod upgrade;
 
 pub use cpus::{allowed_cpus, parse_cpu_list, plan};
 pub use error::{Error, WorkerError};
+pub use live::{Live, WorkerLive};
+pub use service::Service;
 
 use std::io;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::listen::{self, ListenOptions};
-use crate::reactor::{Config, Protocol, Stats};
+use crate::listen::ListenOptions;
+use crate::reactor::{Config, Counts, Stats};
 use crate::sys;
 pub use crate::sys::Exit;
 
@@ -36,8 +50,19 @@ pub struct Options {
     pub scheduling: Scheduling,
     /// Each listener's options; its backlog is capped at `net.core.somaxconn`.
     pub listen: ListenOptions,
-    /// How long a graceful stop waits for open connections.
+    /// Whether the address may already be held by other sockets.
+    pub port_sharing: PortSharing,
+    /// How the kernel picks a worker for a new connection.
+    pub steering: Steering,
+    /// How long a graceful stop (or a retiring generation) waits for open
+    /// connections.
     pub shutdown_timeout: Duration,
+    /// How long a draining worker keeps an idle keep-alive connection, so that a
+    /// client sending on it right then gets an answer, not a close.
+    pub drain_grace: Duration,
+    /// How often to report every worker's live figures ([`Event::Stats`]); `None`:
+    /// never (SIGUSR1 still asks once).
+    pub stats_interval: Option<Duration>,
     /// Limits of each worker's loop.
     pub reactor: Config,
 }
@@ -63,15 +88,40 @@ pub enum Scheduling {
     Batch,
 }
 
+/// Whether the listening address may be shared with sockets of other processes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PortSharing {
+    /// Another socket on the address is an error ([`Error::AddressInUse`]): without
+    /// this check `SO_REUSEPORT` would share the port with any process of the same
+    /// user, and split its connections.
+    Exclusive,
+    /// Joins the sockets already there, as `SO_REUSEPORT` allows.
+    Join,
+}
+
+/// How the kernel picks the listener, and so the worker, for a new connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Steering {
+    /// By a hash of the connection's addresses and ports (the kernel's default).
+    Hash,
+    /// To the worker on the CPU that received the connection, by a classic BPF
+    /// program on the `SO_REUSEPORT` group: for a NIC whose queues are pinned to the
+    /// workers' CPUs, the connection then stays on one CPU's caches.
+    Cpu,
+}
+
 /// How the workers ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Stopped {
-    /// SIGTERM or SIGINT, and every worker finished its connections.
+    /// SIGTERM, SIGINT or SIGQUIT, and every worker finished its connections.
     Gracefully,
     /// A second SIGINT cut the graceful stop short.
     AtOnce,
-    /// Worker `index` died 5 times within 10 s (a crash loop), the last time this
-    /// way; the master stopped the others.
+    /// A binary upgrade: the new master is serving, and this one's workers drained.
+    Upgraded,
+    /// Worker `index` failed to start 5 times within 10 s, the last time this way;
+    /// the master stopped the others. (A worker killed while it served, as the OOM
+    /// killer does, is restarted however often it dies.)
     GaveUp {
         /// The worker.
         index: usize,
@@ -94,9 +144,10 @@ impl std::fmt::Display for Stopped {
         match self {
             Stopped::Gracefully => f.write_str("stopped gracefully"),
             Stopped::AtOnce => f.write_str("stopped at once"),
+            Stopped::Upgraded => f.write_str("upgraded: the new master serves"),
             Stopped::GaveUp { index, cpu, last } => write!(
                 f,
-                "worker {index} (cpu {cpu}) died {} times within {} s, last it {last}; giving up",
+                "worker {index} (cpu {cpu}) failed to start {} times within {} s, last it {last}; giving up",
                 master::CRASH_LIMIT,
                 master::CRASH_WINDOW.as_secs()
             ),
@@ -108,10 +159,10 @@ impl std::fmt::Display for Stopped {
 /// What the master and its workers report as they go. The caller prints them,
 /// counts them or ignores them; `percore serve` prints one line for each.
 #[derive(Debug)]
-pub enum Event<'a, P> {
-    /// The listeners are bound, on this address (its port picked, for port 0).
+pub enum Event<'a> {
+    /// The listeners are bound (or were inherited), on this address.
     Listening(SocketAddr),
-    /// Worker `index` was started, or restarted, as process `pid`.
+    /// Worker `index` of `generation` was started, or restarted, as process `pid`.
     Started {
         /// The worker.
         index: usize,
@@ -119,6 +170,8 @@ pub enum Event<'a, P> {
         pid: i32,
         /// Its CPU.
         cpu: usize,
+        /// Its generation: 1, then one more at each reload.
+        generation: u32,
     },
     /// Worker `index` died unexpectedly; it is restarted after `restart_in`.
     Died {
@@ -140,6 +193,26 @@ pub enum Event<'a, P> {
         /// When it is tried again.
         retry_in: Duration,
     },
+    /// A reload (SIGHUP) loaded the configuration and starts `generation`.
+    Reloading {
+        /// The new generation.
+        generation: u32,
+    },
+    /// A reload could not load the configuration: the workers go on as they were.
+    ReloadFailed(io::Error),
+    /// A binary upgrade (SIGUSR2) started the program on disk as process `pid`.
+    Upgrading {
+        /// The new master.
+        pid: i32,
+    },
+    /// The new master of an upgrade is ready: this one's workers drain, then it exits.
+    Upgraded,
+    /// A binary upgrade failed: this master and its workers go on.
+    UpgradeFailed(io::Error),
+    /// SIGUSR1: every worker's live figures.
+    Live(&'a [WorkerLive]),
+    /// Every `stats_interval`: every worker's live figures and rates.
+    Stats(&'a [WorkerLive]),
     /// The master gives up or a worker ended badly while stopping (see [`Stopped`]).
     Stopping(&'a Stopped),
     /// In a worker: it could not run; it exits with status 1.
@@ -151,8 +224,7 @@ pub enum Event<'a, P> {
         /// Why.
         error: WorkerError,
     },
-    /// In a worker: it stopped, with what its loop counted and its protocol (to ask
-    /// it for its own counts).
+    /// In a worker: it stopped, with what its loop and its protocol counted.
     Stopped {
         /// The worker.
         index: usize,
@@ -162,14 +234,16 @@ pub enum Event<'a, P> {
         cpu: usize,
         /// What the loop counted.
         stats: Stats,
-        /// The protocol it served.
-        protocol: &'a P,
+        /// What the protocol counted (see [`Service::counts`]).
+        counts: Counts,
+        /// It was retired by a reload or an upgrade rather than stopped.
+        retired: bool,
     },
 }
 
-/// Binds the listeners, forks the workers (each builds its protocol with
-/// `make_protocol`), and supervises them until they stop; `report` hears of
-/// everything that happens, in the master and in the workers.
+/// Opens the listeners (or takes the ones passed by systemd or an upgrading master),
+/// loads the service, forks the workers, and supervises them until they stop;
+/// `report` hears of everything that happens, in the master and in the workers.
 ///
 /// The master forks, so it must be the only thread of its process (a fork copies
 /// the calling thread alone, and a lock another thread held would stay locked in
@@ -180,7 +254,7 @@ pub enum Event<'a, P> {
 /// use percore::http::{Hello, HelloConfig};
 /// use percore::listen::ListenOptions;
 /// use percore::reactor::Config;
-/// use percore::worker::{self, Event, Options, Pinning, Scheduling};
+/// use percore::worker::{self, Event, Options, Pinning, PortSharing, Scheduling, Steering};
 ///
 /// let options = Options {
 ///     addr: ([0, 0, 0, 0], 8080).into(),
@@ -188,11 +262,16 @@ pub enum Event<'a, P> {
 ///     pinning: Pinning::Pinned,
 ///     scheduling: Scheduling::Batch,
 ///     listen: ListenOptions::default(),
+///     port_sharing: PortSharing::Exclusive,
+///     steering: Steering::Hash,
 ///     shutdown_timeout: Duration::from_secs(10),
+///     drain_grace: Duration::from_secs(1),
+///     stats_interval: None,
 ///     reactor: Config::default(),
 /// };
 /// let config = HelloConfig::default();
-/// let stopped = worker::run(&options, || Ok(Hello::new(&config)), |event: Event<'_, Hello>| {
+/// let hello = || Ok(Hello::new(&config));
+/// let stopped = worker::run(&options, hello, |event: Event<'_>| {
 ///     if let Event::Listening(addr) = event {
 ///         println!("listening on {addr}");
 ///     }
@@ -200,33 +279,21 @@ pub enum Event<'a, P> {
 /// println!("{stopped}");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn run<P: Protocol>(
-    options: &Options,
-    make_protocol: impl Fn() -> io::Result<P>,
-    report: impl Fn(Event<'_, P>),
-) -> Result<Stopped, Error> {
+pub fn run<S: Service>(options: &Options, service: S, report: impl Fn(Event<'_>)) -> Result<Stopped, Error> {
     let threads = sys::thread_count().map_err(Error::Setup)?;
     if threads > 1 {
         return Err(Error::Threaded { threads });
     }
-    let listeners = bind_all(options).map_err(|error| Error::Listen { addr: options.addr, error })?;
-    let local = listeners[0].local_addr().map_err(Error::Setup)?;
+    // Blocked before anything is said: a signal sent once `Listening` is reported
+    // must reach the signalfd, not take its default action (HUP's is to terminate).
+    let signals = sys::SignalFd::new().map_err(Error::Setup)?;
+    let listeners = listeners::Listeners::open(options)?;
+    let local = listeners.local_addr().map_err(Error::Setup)?;
+    let config = service.load().map_err(Error::Load)?;
     report(Event::Listening(local));
-    let master = master::Master::new(options, listeners, make_protocol, report).map_err(Error::Setup)?;
+    let master =
+        master::Master::new(options, listeners, signals, service, config, report).map_err(Error::Setup)?;
     master.run().map_err(Error::Master)
-}
-
-/// One listener per worker on the same address; with port 0, the first bind picks
-/// the port and the others join it.
-fn bind_all(options: &Options) -> io::Result<Vec<TcpListener>> {
-    let mut addr = options.addr;
-    let mut listeners = Vec::with_capacity(options.cpus.len());
-    for _ in &options.cpus {
-        let listener = listen::bind(addr, &options.listen)?;
-        addr = listener.local_addr()?;
-        listeners.push(listener);
-    }
-    Ok(listeners)
 }
 
 /// `net.core.somaxconn`, the kernel's cap on every listener's backlog, if readable.
@@ -235,7 +302,7 @@ pub fn somaxconn() -> Option<u32> {
 }
 
 /// Descriptors a worker holds beside its connections: listener, epoll, signalfd,
-/// stdio, the reserve for `EMFILE`.
+/// timerfd, stdio, the reserve for `EMFILE`.
 pub const OTHER_FDS: u64 = 16;
 
 /// Raises this process's open-file limit to its hard limit (workers inherit it) and

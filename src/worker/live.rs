@@ -1,0 +1,81 @@
+//! Live figures: each worker publishes what its loop and protocol counted into its
+//! slot of memory shared with the master, once a second; the master reads them all
+//! when asked (SIGUSR1) and at each `--stats` interval.
+
+use std::io;
+use std::sync::atomic::Ordering;
+
+use crate::reactor::{Counts, Stats};
+use crate::sys::SharedSlots;
+
+/// A worker's figures, as last published.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Live {
+    /// The worker's process; 0 before it first published.
+    pub pid: u32,
+    /// Connections accepted since it started.
+    pub accepted: u64,
+    /// Connections open.
+    pub open: u64,
+    /// Requests its protocol answered.
+    pub requests: u64,
+    /// Requests refused, and connections lost to a failed socket call.
+    pub errors: u64,
+}
+
+/// A worker's live figures for a report: which worker, and (at an interval) its
+/// requests per second since the last one.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WorkerLive {
+    /// The worker.
+    pub index: usize,
+    /// Its CPU.
+    pub cpu: usize,
+    /// What it last published.
+    pub live: Live,
+    /// Requests per second over the interval, for `--stats`.
+    pub per_second: Option<f64>,
+}
+
+/// The shared slots, one per worker index.
+#[derive(Debug)]
+pub(crate) struct Board {
+    slots: SharedSlots,
+}
+
+const PID: usize = 0;
+const ACCEPTED: usize = 1;
+const OPEN: usize = 2;
+const REQUESTS: usize = 3;
+const ERRORS: usize = 4;
+
+impl Board {
+    /// A board for `workers` workers, shared with the processes forked from now on.
+    pub(crate) fn new(workers: usize) -> io::Result<Board> {
+        Ok(Board { slots: SharedSlots::new(workers)? })
+    }
+
+    /// Worker `index` publishes its figures.
+    pub(crate) fn publish(&self, index: usize, stats: Stats, counts: Counts) {
+        let Some(slot) = self.slots.slots().get(index) else { return };
+        let store = |field: usize, value: u64| slot[field].store(value, Ordering::Relaxed);
+        store(PID, u64::from(std::process::id()));
+        store(ACCEPTED, stats.accepted);
+        store(OPEN, stats.open as u64);
+        store(REQUESTS, counts.requests);
+        store(ERRORS, stats.errors.saturating_add(counts.errors));
+    }
+
+    /// Worker `index`'s figures, as last published.
+    pub(crate) fn read(&self, index: usize) -> Live {
+        let Some(slot) = self.slots.slots().get(index) else { return Live::default() };
+        let load = |field: usize| slot[field].load(Ordering::Relaxed);
+        Live {
+            pid: u32::try_from(load(PID)).unwrap_or(0),
+            accepted: load(ACCEPTED),
+            open: load(OPEN),
+            requests: load(REQUESTS),
+            errors: load(ERRORS),
+        }
+    }
+}

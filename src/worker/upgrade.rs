@@ -1,0 +1,53 @@
+//! A binary upgrade: the master executes the program on disk with its listeners
+//! (systemd's `LISTEN_FDS` convention, from descriptor 3 on) and a pipe on which the
+//! new master says it is ready; then the old master retires its workers and exits.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::path::PathBuf;
+
+use super::listeners::Listeners;
+use super::Event;
+use crate::sys::{self, Forked};
+
+/// An upgrade under way: the new master, and the end of the pipe it says ready on.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    pub(crate) pid: libc::pid_t,
+    pub(crate) ready: File,
+}
+
+/// Forks and, in the child, executes this program (as it is on disk now) with the
+/// same arguments and `listeners`.
+pub(crate) fn start(listeners: &Listeners, report: &impl Fn(Event<'_>)) -> io::Result<Pending> {
+    let program = program_on_disk()?;
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let (read, write) = sys::pipe()?;
+    match sys::fork()? {
+        Forked::Child => {
+            drop(read);
+            let fds: Vec<RawFd> = listeners.sockets.iter().map(AsRawFd::as_raw_fd).collect();
+            let error = sys::exec_with_listeners(&program, &args, &fds, write.as_raw_fd());
+            report(Event::UpgradeFailed(error));
+            std::process::exit(127)
+        }
+        Forked::Parent(pid) => Ok(Pending { pid, ready: File::from(read) }),
+    }
+}
+
+/// The new master says it is ready: one byte, then the pipe is closed.
+pub(crate) fn say_ready(ready: OwnedFd) {
+    // If the old master is gone there is nobody to tell.
+    let _ = File::from(ready).write_all(b"1");
+}
+
+/// The path of this program's file, also after it was replaced on disk (then
+/// /proc/self/exe names the old one with " (deleted)" after it: the new one is at
+/// the path without it).
+fn program_on_disk() -> io::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let text = exe.to_string_lossy();
+    Ok(text.strip_suffix(" (deleted)").map_or(exe.clone(), PathBuf::from))
+}

@@ -1,0 +1,251 @@
+//! Restarting a running server without losing a request: a reload (SIGHUP) and a
+//! binary upgrade (SIGUSR2) under a running `percore bench`, a graceful stop with
+//! connections queued, systemd's socket activation, the live figures, and steering
+//! connections to the CPU that received them.
+
+mod util;
+
+use std::io::{BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::thread;
+use std::time::Duration;
+
+use serde_json::Value;
+use util::{
+    connect, is_running, percore_bin, read_status, run_capturing_within, signal, stat_fields, stopped_lines,
+    try_signal, wait_until, worker_lines, Finished, Server, TempFile, OK, WAIT,
+};
+
+/// `percore bench` for `seconds` against `addr`, keep-alive, 20 connections, JSON.
+fn bench(addr: SocketAddr, seconds: u64) -> thread::JoinHandle<Finished> {
+    let url = format!("http://{addr}/");
+    thread::spawn(move || {
+        let duration = format!("{seconds}s");
+        let args = ["bench", "-t", "1", "-c", "20", "-d", &duration, "--json", &url];
+        run_capturing_within(&percore_bin(), &args, WAIT + Duration::from_secs(seconds))
+    })
+}
+
+/// The bench's report, which must be a successful run.
+fn report(run: Finished) -> Value {
+    serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("bench JSON: {e}\n{}\n{}", run.stdout, run.stderr))
+}
+
+fn errors(report: &Value) -> u64 {
+    report["errors"]["total"].as_u64().expect("an error count")
+}
+
+/// A new master's pid, from the old master's `upgrading: new master pid P` line.
+fn new_master(stderr: &str) -> Option<u32> {
+    stderr.lines().find_map(|line| line.strip_prefix("percore: upgrading: new master pid ")?.parse().ok())
+}
+
+/// Kills a process (a new master, which is not the test's child) on drop.
+struct KillOnDrop(u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        try_signal(self.0, "KILL");
+    }
+}
+
+#[test]
+fn reloads_under_load_lose_no_request_and_serve_the_new_body() {
+    let body = TempFile::with_contents(b"first body\n");
+    let server = Server::percore(&["--workers", "2", "--body-file", body.path()]);
+    let load = bench(server.addr(), 4);
+    for reload in 1..=5 {
+        thread::sleep(Duration::from_millis(400));
+        signal(server.pid(), "HUP");
+        let line = format!("reloading: generation {}", reload + 1);
+        server.wait_for_stderr(WAIT, &line, |s| s.contains(&line));
+    }
+    let report = report(load.join().expect("the bench thread"));
+    assert_eq!(errors(&report), 0, "requests failed across 5 reloads: {report}\n{}", server.stderr());
+    assert!(report["requests"].as_u64() > Some(0));
+    // A reload reads the body file again.
+    std::fs::write(body.path(), b"second body\n").expect("rewriting the body");
+    signal(server.pid(), "HUP");
+    server.wait_for_stderr(WAIT, "generation 7", |s| s.contains("reloading: generation 7"));
+    let served = wait_until(WAIT, || server.client().get("/").body == b"second body\n");
+    assert!(served, "the new body was not served after a reload");
+}
+
+#[test]
+fn a_reload_that_cannot_read_its_body_leaves_the_workers_serving() {
+    let body = TempFile::with_contents(b"kept\n");
+    let server = Server::percore(&["--workers", "1", "--body-file", body.path()]);
+    std::fs::remove_file(body.path()).expect("removing the body file");
+    signal(server.pid(), "HUP");
+    server.wait_for_stderr(WAIT, "a failed reload", |s| s.contains("reload failed"));
+    assert_eq!(server.client().get("/").body, b"kept\n");
+}
+
+#[test]
+fn a_binary_upgrade_under_load_loses_no_request_and_the_old_master_exits() {
+    let mut server = Server::percore(&["--workers", "2"]);
+    let load = bench(server.addr(), 3);
+    thread::sleep(Duration::from_millis(500));
+    signal(server.pid(), "USR2");
+    let stderr = server.wait_for_stderr(WAIT, "the new master", |s| new_master(s).is_some());
+    let _new = KillOnDrop(new_master(&stderr).expect("checked"));
+    let status = server.wait_exit(WAIT);
+    assert_eq!(status.code(), Some(0), "the old master after the upgrade:\n{}", server.stderr());
+    let report = report(load.join().expect("the bench thread"));
+    assert_eq!(errors(&report), 0, "requests failed across the upgrade: {report}\n{}", server.stderr());
+    // The new master serves on the same address.
+    let mut client = util::Client::connect(server.addr());
+    assert_eq!(client.get("/").status_line, OK);
+}
+
+#[test]
+fn a_stop_answers_every_connection_queued_while_the_worker_was_stopped() {
+    const QUEUED: usize = 600;
+    let server = Server::percore(&["--workers", "1"]);
+    let stderr = server.wait_for_stderr(WAIT, "a worker", |s| !worker_lines(s).is_empty());
+    let worker = worker_lines(&stderr)[0].pid;
+    signal(worker, "STOP");
+    let resume = Resume(worker);
+    let queued: Vec<TcpStream> = (0..QUEUED)
+        .map(|_| {
+            let stream = connect(server.addr());
+            (&stream).write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").expect("a request");
+            stream
+        })
+        .collect();
+    signal(server.pid(), "TERM");
+    drop(resume);
+    // Each is answered, then closed: with `Connection: close` if the worker saw the
+    // stop first, else once the drain's grace is over.
+    for (i, stream) in queued.iter().enumerate() {
+        let mut reader = BufReader::new(stream);
+        assert_eq!(read_status(&mut reader).unwrap_or_else(|e| panic!("connection {i}: {e}")), OK);
+        let mut rest = Vec::new();
+        reader.read_to_end(&mut rest).unwrap_or_else(|e| panic!("connection {i}: not closed cleanly: {e}"));
+        assert!(rest.is_empty(), "connection {i}: more after its answer: {rest:?}");
+    }
+}
+
+/// SIGCONTs a SIGSTOPped process when dropped, also while a test panics.
+struct Resume(u32);
+
+impl Drop for Resume {
+    fn drop(&mut self) {
+        try_signal(self.0, "CONT");
+    }
+}
+
+/// utime + stime of `pid`, in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let fields = stat_fields(pid).expect("the process");
+    fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime")
+}
+
+#[test]
+fn a_drain_with_more_queued_than_one_accept_batch_waits_without_spinning() {
+    let server = Server::percore(&["--workers", "1", "--shutdown-timeout", "30"]);
+    let stderr = server.wait_for_stderr(WAIT, "a worker", |s| !worker_lines(s).is_empty());
+    let worker = worker_lines(&stderr)[0].pid;
+    // One connection mid-request keeps the drain going once the others are served.
+    let busy = connect(server.addr());
+    (&busy).write_all(b"GET / HTTP/1.1\r\nHost: a\r\n").expect("half a head");
+    assert!(wait_until(WAIT, || util::children_of(server.pid()).contains(&worker)));
+    thread::sleep(Duration::from_millis(200));
+    signal(worker, "STOP");
+    let resume = Resume(worker);
+    // More than the 256 a worker accepts per wake-up.
+    let queued: Vec<TcpStream> = (0..600)
+        .map(|_| {
+            let stream = connect(server.addr());
+            (&stream).write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").expect("a request");
+            stream
+        })
+        .collect();
+    signal(server.pid(), "TERM");
+    drop(resume);
+    for stream in &queued {
+        assert_eq!(read_status(&mut BufReader::new(stream)).expect("an answer"), OK);
+    }
+    // Draining now, waiting for `busy`: it must wait, not spin. A second of
+    // waiting costs a few ticks of CPU; spinning costs most of the second's 100.
+    let before = cpu_ticks(worker);
+    thread::sleep(Duration::from_secs(1));
+    let used = cpu_ticks(worker) - before;
+    assert!(used < 50, "the draining worker used {used} ticks of CPU in a second of waiting");
+    assert!(is_running(worker), "the worker stopped while a request was still arriving");
+}
+
+/// A launcher that passes a listening socket as systemd does: descriptor 3,
+/// LISTEN_FDS=1, LISTEN_PID the program's own pid; then execs percore serve.
+const SOCKET_ACTIVATION: &str = "import os, socket, sys\n\
+    s = socket.socket()\n\
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n\
+    s.bind(('127.0.0.1', 0))\n\
+    s.listen(128)\n\
+    if s.fileno() != 3: os.dup2(s.fileno(), 3)\n\
+    os.set_inheritable(3, True)\n\
+    os.environ['LISTEN_FDS'] = '1'\n\
+    os.environ['LISTEN_PID'] = str(os.getpid())\n\
+    os.execv(sys.argv[1], sys.argv[1:])\n";
+
+#[test]
+fn a_socket_passed_as_systemd_does_is_served_without_a_bind() {
+    let launcher = TempFile::with_contents(SOCKET_ACTIVATION.as_bytes());
+    let bin = percore_bin();
+    let args = ["python3", launcher.path(), bin.to_str().expect("a UTF-8 path"), "serve", "--workers", "2"];
+    let server = Server::start(Path::new(args[0]), &args[1..]);
+    // The launcher bound a port of its own; percore listens there, bound by nobody else.
+    let mut client = server.client();
+    assert_eq!(client.get("/").status_line, OK);
+    server.wait_for_stderr(WAIT, "two workers", |s| worker_lines(s).len() == 2);
+}
+
+#[test]
+fn stats_prints_each_workers_rate_and_open_connections() {
+    let server = Server::percore(&["--workers", "2", "--stats", "1"]);
+    let _open = connect(server.addr());
+    let stderr = server.wait_for_stderr(WAIT, "two stats lines", |s| s.matches("stats: ").count() >= 2);
+    let line = stderr.lines().rfind(|l| l.starts_with("stats: ")).expect("a stats line");
+    assert!(line.contains("worker 0 cpu ") && line.contains("worker 1 cpu "), "{line}");
+    assert!(line.contains(" req/s, ") && line.contains(" open"), "{line}");
+}
+
+#[test]
+fn steering_by_cpu_hands_every_connection_to_the_receiving_cpus_worker() {
+    let cpus = percore::worker::allowed_cpus();
+    if cpus.len() < 2 {
+        eprintln!("skipped: steering needs two CPUs, this process may run on {cpus:?}");
+        return;
+    }
+    let list = format!("{},{}", cpus[0], cpus[1]);
+    let mut server = Server::percore(&["--cpus", &list, "--steer", "cpu"]);
+    server.wait_for_stderr(WAIT, "two workers", |s| worker_lines(s).len() == 2);
+    let url = format!("http://{}/", server.addr());
+    let client_cpu = cpus[1].to_string();
+    // The whole client on the second CPU: each SYN is received there.
+    let run = run_capturing_within(
+        Path::new("taskset"),
+        &[
+            "-c",
+            &client_cpu,
+            percore_bin().to_str().expect("UTF-8"),
+            "bench",
+            "--close",
+            "-n",
+            "200",
+            "-c",
+            "4",
+            &url,
+        ],
+        WAIT,
+    );
+    assert!(run.status.success(), "bench: {}{}", run.stdout, run.stderr);
+    signal(server.pid(), "TERM");
+    server.wait_exit(WAIT);
+    let stopped = stopped_lines(&server.wait_stderr_closed(WAIT));
+    let on = |cpu: usize| stopped.iter().find(|s| s.worker.cpu == cpu).map_or(0, |s| s.connections);
+    assert!(on(cpus[1]) >= 200, "connections on the client's CPU's worker: {stopped:?}");
+    assert_eq!(on(cpus[0]), 0, "connections on the other worker: {stopped:?}");
+}
