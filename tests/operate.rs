@@ -288,3 +288,16 @@ fn tune_never_recommends_lowering_and_exits_1_only_when_a_setting_is_below() {
     any_below |= soft < 1_048_576;
     assert_eq!(run.status.code(), Some(if any_below { 1 } else { 0 }), "{}", run.stdout);
 }
+
+#[test]
+fn a_clock_before_1970_keeps_serving_with_the_earliest_date() {
+    if !util::tool_available("faketime", "faketime") {
+        return;
+    }
+    // The wall clock set to 1960 (the monotonic clock, which timers use, left alone).
+    let wrapper = ["env", "FAKETIME_DONT_FAKE_MONOTONIC=1", "faketime", "1960-01-01 00:00:00"];
+    let server = Server::percore_via(&wrapper, &["--workers", "1"]);
+    let response = server.client().get("/");
+    assert_eq!(response.status_line, OK);
+    assert_eq!(response.header("Date"), Some("Thu, 01 Jan 1970 00:00:00 GMT"));
+}
