@@ -301,3 +301,17 @@ fn a_clock_before_1970_keeps_serving_with_the_earliest_date() {
     assert_eq!(response.status_line, OK);
     assert_eq!(response.header("Date"), Some("Thu, 01 Jan 1970 00:00:00 GMT"));
 }
+
+#[test]
+fn a_default_serve_prints_only_where_it_listens_and_its_workers() {
+    // A stock machine: somaxconn as the kernel has it, an open-file limit of 20000
+    // (under the 65536 connections a worker would take): the defaults fit it quietly.
+    let server = Server::percore_via(&["prlimit", "--nofile=20000:20000"], &[]);
+    let workers = percore::worker::allowed_cpus().len();
+    let stderr = server.wait_for_stderr(WAIT, "every worker line", |s| worker_lines(s).len() == workers);
+    // Give any warning time to come: the workers are up and answer.
+    assert_eq!(server.client().get("/").status_line, OK);
+    let others: Vec<&str> =
+        stderr.lines().filter(|l| !l.starts_with("listening on ") && !l.starts_with("worker ")).collect();
+    assert!(others.is_empty(), "a default start printed more than its listening and worker lines:\n{stderr}");
+}
