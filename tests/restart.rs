@@ -100,15 +100,13 @@ fn a_binary_upgrade_under_load_loses_no_request_and_the_old_master_exits() {
     assert_eq!(client.get("/").status_line, OK);
 }
 
-#[test]
-fn a_stop_answers_every_connection_queued_while_the_worker_was_stopped() {
-    const QUEUED: usize = 600;
-    let server = Server::percore(&["--workers", "1"]);
-    let stderr = server.wait_for_stderr(WAIT, "a worker", |s| !worker_lines(s).is_empty());
-    let worker = worker_lines(&stderr)[0].pid;
+/// Stops `worker` (SIGSTOP), queues `count` connections with a GET each on its
+/// listener, then stops the server (SIGTERM to the master) and lets the worker go on:
+/// it finds the queue and the stop together.
+fn stop_with_connections_queued(server: &Server, worker: u32, count: usize) -> Vec<TcpStream> {
     signal(worker, "STOP");
     let resume = Resume(worker);
-    let queued: Vec<TcpStream> = (0..QUEUED)
+    let queued = (0..count)
         .map(|_| {
             let stream = connect(server.addr());
             (&stream).write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").expect("a request");
@@ -117,6 +115,18 @@ fn a_stop_answers_every_connection_queued_while_the_worker_was_stopped() {
         .collect();
     signal(server.pid(), "TERM");
     drop(resume);
+    queued
+}
+
+fn worker_of(server: &Server) -> u32 {
+    let stderr = server.wait_for_stderr(WAIT, "a worker", |s| !worker_lines(s).is_empty());
+    worker_lines(&stderr)[0].pid
+}
+
+#[test]
+fn a_stop_answers_every_connection_queued_while_the_worker_was_stopped() {
+    let server = Server::percore(&["--workers", "1"]);
+    let queued = stop_with_connections_queued(&server, worker_of(&server), 600);
     // Each is answered, then closed: with `Connection: close` if the worker saw the
     // stop first, else once the drain's grace is over.
     for (i, stream) in queued.iter().enumerate() {
@@ -146,26 +156,14 @@ fn cpu_ticks(pid: u32) -> u64 {
 #[test]
 fn a_drain_with_more_queued_than_one_accept_batch_waits_without_spinning() {
     let server = Server::percore(&["--workers", "1", "--shutdown-timeout", "30"]);
-    let stderr = server.wait_for_stderr(WAIT, "a worker", |s| !worker_lines(s).is_empty());
-    let worker = worker_lines(&stderr)[0].pid;
-    // One connection mid-request keeps the drain going once the others are served.
-    let busy = connect(server.addr());
-    (&busy).write_all(b"GET / HTTP/1.1\r\nHost: a\r\n").expect("half a head");
-    assert!(wait_until(WAIT, || util::children_of(server.pid()).contains(&worker)));
-    thread::sleep(Duration::from_millis(200));
-    signal(worker, "STOP");
-    let resume = Resume(worker);
+    let worker = worker_of(&server);
+    // One connection mid-request keeps the drain going once the others are served;
+    // answered once first, so the worker surely holds it.
+    let mut client = server.client();
+    assert_eq!(client.get("/").status_line, OK);
+    client.send(b"GET / HTTP/1.1\r\nHost: a\r\n");
     // More than the 256 a worker accepts per wake-up.
-    let queued: Vec<TcpStream> = (0..600)
-        .map(|_| {
-            let stream = connect(server.addr());
-            (&stream).write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").expect("a request");
-            stream
-        })
-        .collect();
-    signal(server.pid(), "TERM");
-    drop(resume);
-    for stream in &queued {
+    for stream in &stop_with_connections_queued(&server, worker, 600) {
         assert_eq!(read_status(&mut BufReader::new(stream)).expect("an answer"), OK);
     }
     // Draining now, waiting for `busy`: it must wait, not spin. A second of

@@ -17,6 +17,7 @@
 mod accept;
 mod client;
 mod clock;
+mod close;
 mod config;
 mod connection;
 mod context;
@@ -376,56 +377,6 @@ impl<P: Protocol> Reactor<P> {
             let timer_set = self.core.timers.deadline(token).is_some();
             conn.rearm(self.core.clock.now(), &self.core.config, busy, timer_set);
         }
-    }
-
-    /// The one way a connection leaves the loop: its timer is cancelled, the
-    /// protocol hears of it, and the socket is closed when the connection drops.
-    fn close(&mut self, token: Token, closed: Closed) {
-        let Some(mut conn) = self.connections.remove(token) else { return };
-        self.core.timers.cancel(token);
-        if matches!(closed, Closed::ReadFailed(_) | Closed::WriteFailed(_)) {
-            self.stats.errors += 1;
-        }
-        self.core.protocol.on_close(&mut conn.state, closed, &conn.pending_input);
-    }
-
-    fn close_where(&mut self, matches: impl FnMut(&Connection<P::Conn>) -> bool, closed: Closed) {
-        for token in self.connections.tokens_where(matches) {
-            self.close(token, closed);
-        }
-    }
-
-    /// Closes a connection whose output is all sent, lingering first when the peer
-    /// may still be sending: unread input at close makes the kernel reset the
-    /// connection, which can destroy the answer before the peer reads it.
-    fn settle(&mut self, token: Token) {
-        let Some(conn) = self.connections.get_mut(token) else { return };
-        let Phase::Closing { linger } = conn.phase else { return };
-        if conn.unsent() > 0 {
-            // Held to the send timeout until the rest is taken.
-            return self.rearm(token);
-        }
-        if linger {
-            // After the peer's end of stream only what is queued remains to be read;
-            // before it, our end of stream tells the peer to finish.
-            if conn.read_closed || sys::shutdown_write(conn.fd.as_raw_fd()).is_ok() {
-                conn.phase = Phase::Lingering;
-                let next = drive::discard_input(conn, &mut self.core.read_buffer);
-                return self.finish(token, next);
-            }
-        }
-        let closed = if conn.read_closed { Closed::ByPeer } else { Closed::Done };
-        self.close(token, closed);
-    }
-
-    fn close_expired(&mut self) {
-        if self.drain_expired() {
-            self.close_where(|_| true, Closed::TimedOut);
-            // Nothing is left to serve what the listener still queues.
-            return self.drop_listener();
-        }
-        let now = self.core.clock.now();
-        self.close_where(|conn| conn.deadline != 0 && conn.deadline <= now, Closed::TimedOut);
     }
 }
 

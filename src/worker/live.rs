@@ -4,6 +4,7 @@
 
 use std::io;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use crate::reactor::{Counts, Stats};
 use crate::sys::SharedSlots;
@@ -77,5 +78,68 @@ impl Board {
             requests: load(REQUESTS),
             errors: load(ERRORS),
         }
+    }
+}
+
+/// The master's view of the board: every worker's figures, with its rate since the
+/// last `--stats` report, and when the next report is due.
+#[derive(Debug)]
+pub(crate) struct LiveFigures {
+    board: Board,
+    every: Option<Duration>,
+    next: Option<Instant>,
+    last_at: Instant,
+    last_requests: Vec<u64>,
+}
+
+impl LiveFigures {
+    pub(crate) fn new(board: Board, every: Option<Duration>) -> LiveFigures {
+        let now = Instant::now();
+        let workers = board.slots.slots().len();
+        LiveFigures {
+            board,
+            every,
+            next: every.map(|every| now + every),
+            last_at: now,
+            last_requests: vec![0; workers],
+        }
+    }
+
+    pub(crate) fn board(&self) -> &Board {
+        &self.board
+    }
+
+    /// When the next `--stats` report is due.
+    pub(crate) fn next(&self) -> Option<Instant> {
+        self.next
+    }
+
+    /// Every worker's figures now (worker `i` on `cpus[i]`), with its rate since the
+    /// last report.
+    pub(crate) fn read(&self, cpus: &[usize]) -> Vec<WorkerLive> {
+        let elapsed = self.last_at.elapsed().as_secs_f64();
+        cpus.iter()
+            .enumerate()
+            .map(|(index, &cpu)| {
+                let live = self.board.read(index);
+                let counted =
+                    live.requests.saturating_sub(self.last_requests.get(index).copied().unwrap_or(0));
+                let per_second = (elapsed > 0.0).then(|| counted as f64 / elapsed);
+                WorkerLive { index, cpu, live, per_second }
+            })
+            .collect()
+    }
+
+    /// The `--stats` report, if it is due: the figures, and the next report set.
+    pub(crate) fn due(&mut self, cpus: &[usize]) -> Option<Vec<WorkerLive>> {
+        let now = Instant::now();
+        if self.next.is_none_or(|at| at > now) {
+            return None;
+        }
+        let lives = self.read(cpus);
+        self.next = self.every.map(|every| now + every);
+        self.last_at = now;
+        self.last_requests = lives.iter().map(|worker| worker.live.requests).collect();
+        Some(lives)
     }
 }

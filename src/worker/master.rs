@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::child::{self, Assignment};
 use super::listeners::Listeners;
-use super::live::{Board, WorkerLive};
+use super::live::{Board, LiveFigures};
 use super::{upgrade, Event, Options, Service, Stopped};
 use crate::sys::{self, Epoll, Exit, Forked, SignalFd};
 
@@ -76,20 +76,13 @@ pub(crate) struct Master<'a, S: Service, R> {
     retiring: Vec<(libc::pid_t, usize)>,
     epoll: Epoll,
     signals: SignalFd,
-    board: Board,
+    /// The workers' live figures, and when the next `--stats` report is due.
+    live: LiveFigures,
     phase: Phase,
     upgrade: Option<upgrade::Pending>,
-    stats: Stats,
     outcome: Stopped,
     /// The master's own pid, which a forked worker checks its parent against.
     pid: u32,
-}
-
-/// When the next live figures are due, and the requests counted at the last.
-struct Stats {
-    next: Option<Instant>,
-    last_at: Instant,
-    last_requests: Vec<u64>,
 }
 
 impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
@@ -127,14 +120,9 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
             retiring: Vec::new(),
             epoll,
             signals,
-            board: Board::new(options.cpus.len())?,
+            live: LiveFigures::new(Board::new(options.cpus.len())?, options.stats_interval),
             phase: Phase::Serving,
             upgrade: None,
-            stats: Stats {
-                next: options.stats_interval.map(|every| now + every),
-                last_at: now,
-                last_requests: vec![0; options.cpus.len()],
-            },
             outcome: Stopped::Gracefully,
             pid: std::process::id(),
         })
@@ -160,7 +148,7 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
                     libc::SIGHUP => self.reload()?,
                     libc::SIGCHLD => self.reap().map(|()| Role::Master)?,
                     libc::SIGUSR1 => {
-                        (self.report)(Event::Live(&self.lives()));
+                        (self.report)(Event::Live(&self.live.read(&self.options.cpus)));
                         Role::Master
                     }
                     libc::SIGUSR2 => {
@@ -182,8 +170,8 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
             if let Role::Worker(index) = self.restart_due() {
                 self.become_worker(index);
             }
-            if self.stats.next.is_some_and(|at| at <= Instant::now()) {
-                self.report_stats();
+            if let Some(lives) = self.live.due(&self.options.cpus) {
+                (self.report)(Event::Stats(&lives));
             }
             if let Phase::Stopping { kill_at } = self.phase {
                 if kill_at <= Instant::now() {
@@ -222,7 +210,7 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
     /// other workers' listeners, an upgrade's pipe) and runs as worker `index`, on
     /// the inherited signalfd.
     fn become_worker(self, index: usize) -> ! {
-        let job = Assignment { index, master_pid: self.pid, options: self.options, board: &self.board };
+        let job = Assignment { index, master_pid: self.pid, options: self.options, board: self.live.board() };
         let Some(listener) = self.listeners.as_ref().and_then(|l| l.for_worker(index).try_clone().ok())
         else {
             std::process::exit(1)
@@ -417,29 +405,6 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
         }
     }
 
-    /// Every worker's live figures, with their rates since the last `--stats` report.
-    fn lives(&self) -> Vec<WorkerLive> {
-        let elapsed = self.stats.last_at.elapsed().as_secs_f64();
-        (0..self.slots.len())
-            .map(|index| {
-                let live = self.board.read(index);
-                let counted = live.requests.saturating_sub(self.stats.last_requests[index]);
-                let per_second = (elapsed > 0.0).then(|| counted as f64 / elapsed);
-                WorkerLive { index, cpu: self.options.cpus[index], live, per_second }
-            })
-            .collect()
-    }
-
-    /// The `--stats` report: every worker's figures and rate since the last one.
-    fn report_stats(&mut self) {
-        let lives = self.lives();
-        (self.report)(Event::Stats(&lives));
-        let now = Instant::now();
-        self.stats.next = self.options.stats_interval.map(|every| now + every);
-        self.stats.last_at = now;
-        self.stats.last_requests = lives.iter().map(|worker| worker.live.requests).collect();
-    }
-
     /// How long until the next restart, kill or live report is due; `None` when none is.
     fn timeout(&self) -> Option<Duration> {
         let restarts = self.slots.iter().filter_map(|slot| slot.restart_at);
@@ -447,7 +412,7 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
             Phase::Stopping { kill_at } => Some(kill_at),
             _ => None,
         };
-        let next = restarts.chain(kill).chain(self.stats.next).min();
+        let next = restarts.chain(kill).chain(self.live.next()).min();
         next.map(|at| at.saturating_duration_since(Instant::now()))
     }
 }
