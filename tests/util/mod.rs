@@ -31,7 +31,9 @@ pub use self::{
         stopped_lines, tool_available, try_signal, wait_until, worker_lines, Finished, StoppedLine, TempFile,
         WorkerLine,
     },
-    procfs::{children_of, cpus_allowed, is_running, proc_state, signal_pending, stat_fields, vm_kib},
+    procfs::{
+        children_of, cpus_allowed, is_running, proc_state, signal_pending, stat_fields, tcp_queues, vm_kib,
+    },
     server::{example_bin, percore_bin, Server},
 };
 
