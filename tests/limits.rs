@@ -223,29 +223,80 @@ fn max_conns_queues_connections_over_the_limit() {
     }
 }
 
+/// Sets the open-file limit (soft and hard) of the running process `pid` with
+/// util-linux's `prlimit`, so the test needs no unsafe code of its own.
+fn set_fd_limit(pid: u32, limit: u64) {
+    let status = std::process::Command::new("prlimit")
+        .args(["--pid", &pid.to_string(), &format!("--nofile={limit}:{limit}")])
+        .status()
+        .expect("running prlimit");
+    assert!(status.success(), "prlimit --pid {pid} failed: {status}");
+}
+
+/// What a client saw on a connection it sent a GET on.
+#[derive(Debug, PartialEq, Eq)]
+enum Outcome {
+    /// A 200.
+    Answered,
+    /// Closed (end of stream or reset) before a byte of an answer.
+    Refused,
+    /// Neither by the deadline.
+    Undecided,
+}
+
+/// Reads the answer to the GET sent on `stream`, waiting at most until `deadline`.
+fn outcome(stream: &TcpStream, deadline: Instant) -> Outcome {
+    // A zero timeout is refused by set_read_timeout; past the deadline, just look.
+    let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
+    stream.set_read_timeout(Some(left)).unwrap();
+    match read_status(&mut BufReader::with_capacity(512, stream)) {
+        Ok(status) if status == OK => Outcome::Answered,
+        Ok(status) => panic!("unexpected answer {status:?}"),
+        Err(e) if e.kind() == ErrorKind::UnexpectedEof || is_reset(&e) => Outcome::Refused,
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => Outcome::Undecided,
+        Err(e) => panic!("reading an answer: {e}"),
+    }
+}
+
 #[test]
-fn survives_running_out_of_descriptors() {
-    let server = Server::percore_via(&["prlimit", "--nofile=64:64"], &["--workers", "1"]);
-    let worker = worker_pid(&server);
-    let addr = server.addr();
-    // Far more than 64 descriptors' worth. Those the server cannot take may be
-    // refused, reset or closed: every error here is tolerated.
-    let flood: Vec<TcpStream> = (0..200)
-        .filter_map(|_| TcpStream::connect_timeout(&addr, WAIT).ok())
-        .inspect(|stream| {
-            let _ = stream.set_read_timeout(Some(WAIT));
-            let _ = (&*stream).write_all(GET);
+fn out_of_descriptors_a_worker_refuses_the_queued_connection_and_serves_on() {
+    const FD_LIMIT: u64 = 64;
+    const CONNECTIONS: usize = 100;
+    // --max-conns far above what the descriptors allow, so that accept itself fails
+    // with EMFILE rather than the worker stopping at its connection limit.
+    let (server, worker) = one_worker(&["--max-conns", "1000"]);
+    let baseline = idle_fd_count(&server, worker);
+    // Lowered on the running worker, after the master fitted --max-conns to the limit
+    // it had at start (the hard limit): the worker runs out of descriptors first.
+    set_fd_limit(worker, FD_LIMIT);
+    let streams: Vec<TcpStream> = (0..CONNECTIONS)
+        .map(|i| {
+            let stream = connect(server.addr());
+            // A refused connection may be reset before or while we write: that is
+            // what we are looking for, and reading below tells it.
+            if let Err(e) = (&stream).write_all(GET) {
+                assert!(is_reset(&e), "connection {i}: sending: {e}");
+            }
+            stream
         })
         .collect();
-    // The first is surely taken: the server keeps its connection count below the
-    // descriptor limit (and queues the rest), or refuses at EMFILE after that.
-    let first = flood.first().expect("at least one connection");
-    assert_eq!(read_status(&mut BufReader::new(first)).expect("an answer on the first connection"), OK);
-    drop(flood);
-    // The closed connections still queued are worked off before a new one.
-    let answered = wait_until(WAIT, || matches!(try_get(addr).as_deref(), Ok(OK)));
+    let deadline = Instant::now() + WAIT;
+    let outcomes: Vec<Outcome> = streams.iter().map(|stream| outcome(stream, deadline)).collect();
+    let count = |want: Outcome| outcomes.iter().filter(|&o| *o == want).count();
+    let (answered, refused) = (count(Outcome::Answered), count(Outcome::Refused));
+    eprintln!("{answered} answered, {refused} refused, baseline {baseline} descriptors");
+    // The reserve descriptor closes each connection the worker cannot hold; without
+    // it they would wait in the queue, unanswered, until a descriptor frees up.
+    assert_eq!(count(Outcome::Undecided), 0, "connections neither answered nor closed: {outcomes:?}");
+    assert!(refused > 0, "no connection was refused: {outcomes:?}");
+    assert!(answered > 0 && answered as u64 <= FD_LIMIT, "{answered} answered: {outcomes:?}");
+    // The worker still serves the connections it holds, and new ones once they close.
+    for (i, stream) in streams.iter().enumerate().filter(|(i, _)| outcomes[*i] == Outcome::Answered) {
+        assert_eq!(exchange(stream, GET).unwrap_or_else(|e| panic!("connection {i}: {e}")), OK);
+    }
+    drop(streams);
+    let answered = wait_until(WAIT, || matches!(try_get(server.addr()).as_deref(), Ok(OK)));
     assert!(answered, "no 200 on a fresh connection within {WAIT:?}");
-    assert!(is_running(server.pid()), "the master died");
     assert!(is_running(worker), "the worker died");
     assert_eq!(worker_lines(&server.stderr()).len(), 1, "the worker was restarted:\n{}", server.stderr());
 }
