@@ -274,33 +274,42 @@ fn sigterm_answers_pipelined_requests_already_sent() {
     let mut server = Percore::start(&["--workers", "1"]);
     let worker = server.workers(1)[0];
     let mut client = accepted_client(&server);
+    let mut idle = accepted_client(&server);
 
-    // With the worker stopped, the whole batch is surely still unanswered
-    // (in its socket buffer) when the stop begins: on resuming, the worker
-    // finds both the batch and the SIGTERM the master passed on.
+    // With the worker stopped, the whole batch is surely still unanswered (in its
+    // socket buffer) when the stop begins: on resuming, the worker finds both the
+    // batch and the SIGTERM the master passed on. The last request lacks its final
+    // CRLF, so the connection is still in use once the drain has begun.
     signal(worker.pid, "STOP");
     let resume = Resume(worker.pid);
     let stopped = wait_until(WAIT, || proc_state(worker.pid).is_some_and(|(state, _)| state == 'T'));
     assert!(stopped, "worker {worker:?} did not stop: {:?}", proc_state(worker.pid));
     let batch: String =
         (0..PIPELINED).map(|i| request(Method::Get, &format!("/{i}"), "HTTP/1.1", &[])).collect();
-    client.send(batch.as_bytes());
+    client.send(&batch.as_bytes()[..batch.len() - 2]);
     signal(server.pid(), "TERM");
     let passed_on = wait_until(WAIT, || signal_pending(worker.pid, SIGTERM));
     assert!(passed_on, "the master did not pass SIGTERM on to worker {worker:?}");
     drop(resume);
 
-    // A `Connection: close` on any response but the last would show as a
-    // close before all were read.
-    for i in 0..PIPELINED {
+    // Every answer but the last keeps the connection: any `Connection: close` before
+    // would show here, or as a close before all were read.
+    for i in 0..PIPELINED - 1 {
         let response = client.read_response(Method::Get);
         assert_eq!(response.status_line, OK, "response {i}: {response:?}");
         assert_eq!(response.body, HELLO, "response {i}: {response:?}");
+        assert_eq!(response.header("Connection"), None, "response {i}: {response:?}");
     }
+    // The idle connection closed: the drain has begun. The last answer says it closes.
+    idle.expect_eof();
+    client.send(b"\r\n");
+    let last = client.read_response(Method::Get);
+    assert_eq!((last.status_line.as_str(), &last.body[..]), (OK, HELLO), "{last:?}");
+    assert_eq!(last.header("Connection"), Some("close"), "the last answer: {last:?}");
     client.expect_eof();
     assert_eq!(server.exit_code(), 0);
     let stopped = server.stopped(1);
-    assert_eq!(stopped[0].requests, PIPELINED as u64 + 1, "{stopped:?}");
+    assert_eq!(stopped[0].requests, PIPELINED as u64 + 2, "{stopped:?}");
 }
 
 #[test]
