@@ -346,6 +346,22 @@ fn a_first_sigint_drains_gracefully_and_a_second_stops_at_once() {
 }
 
 #[test]
+fn the_shutdown_timeout_closes_what_is_left_and_the_stop_is_still_graceful() {
+    // No header timeout: only the shutdown timeout can close the unfinished request.
+    let mut server = Percore::start(&["--workers", "1", "--shutdown-timeout", "1", "--header-timeout", "0"]);
+    server.workers(1);
+    let mut unfinished = accepted_client(&server);
+    unfinished.send(b"GET / HTTP/1.1\r\nHost: a\r\n");
+    signal(server.pid(), "TERM");
+    unfinished.expect_eof();
+    // The worker closed it and stopped by itself, with its totals: had the master
+    // killed it (5 s after the timeout), the stop would be unclean, exit status 1.
+    assert_eq!(server.exit_code(), 0);
+    let stopped = server.stopped(1);
+    assert_eq!((stopped[0].connections, stopped[0].requests), (1, 1), "{stopped:?}");
+}
+
+#[test]
 fn worker_failing_at_start_makes_the_master_give_up() {
     let env = [("PERCORE_FAULT", "worker-start")];
     let (status, stderr) =
