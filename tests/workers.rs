@@ -174,6 +174,24 @@ fn taskset_mask_gives_one_worker_on_that_cpu() {
 }
 
 #[test]
+fn no_pin_leaves_a_worker_on_every_cpu_the_master_may_use() {
+    let allowed = percore::worker::allowed_cpus();
+    // The last allowed CPU: pinned to it, the worker's mask would be that CPU alone.
+    let cpu = allowed.last().expect("no allowed CPU").to_string();
+    let server = Percore::start(&["--workers", "1", "--cpus", &cpu, "--no-pin"]);
+    let worker = server.workers(1)[0];
+    // Serving, the worker is past the point where it would have pinned itself.
+    get_on_fresh_connection(&server);
+    let master = cpus_allowed(server.pid()).expect("the master's CPUs");
+    assert_eq!(cpus_allowed(worker.pid), Some(master.clone()), "{worker:?}");
+    if allowed.len() == 1 {
+        eprintln!("note: one CPU allowed ({master}): pinned or not, a worker's mask is the same here");
+    } else {
+        assert_ne!(master, cpu, "the master's mask is more than the worker's CPU");
+    }
+}
+
+#[test]
 fn killed_worker_is_restarted_on_its_cpu() {
     let server = Percore::start(&["--workers", "2", "--cpus", "0,1"]);
     let workers = server.workers(2);
