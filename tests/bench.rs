@@ -6,10 +6,10 @@ mod util;
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use util::{percore_bin, run_capturing_within, Finished, Server};
@@ -44,6 +44,9 @@ const JSON_FIELDS: [&str; 16] = [
     "/latency_us/stdev",
     "/latency_us/max",
 ];
+
+/// A plain 200 with a body of two bytes.
+const OK_RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 
 /// The percentiles both reports list: keys under `/latency_us/percentiles` of
 /// the JSON one, `N%` lines of the text one.
@@ -114,11 +117,57 @@ impl Drop for CannedServer {
     }
 }
 
-/// A server on an ephemeral loopback port that answers each request head
-/// (everything up to its blank line) with `response`, or never answers if
-/// `response` is empty; with `close_after` it closes each connection after
-/// its first answer.
-fn canned_server(response: &'static [u8], close_after: bool) -> CannedServer {
+/// How a [`canned_server`] connection answers.
+#[derive(Clone)]
+struct Canned {
+    /// Sent for each request head (everything up to its blank line); never, if empty.
+    response: &'static [u8],
+    /// Close the connection after its first answer.
+    close_after: bool,
+    /// Answer only once this many requests are waiting, then all of them.
+    batch: usize,
+    /// Shared by every connection: a time when no one answers.
+    stall: Option<Arc<Stall>>,
+}
+
+impl Canned {
+    /// Answers every request at once with `response`.
+    fn answering(response: &'static [u8]) -> Canned {
+        Canned { response, close_after: false, batch: 1, stall: None }
+    }
+}
+
+/// A server-wide stall: once `after` answers were sent, no connection answers for `length`.
+struct Stall {
+    after: usize,
+    length: Duration,
+    answered: AtomicUsize,
+    until: Mutex<Option<Instant>>,
+}
+
+impl Stall {
+    fn new(after: usize, length: Duration) -> Stall {
+        Stall { after, length, answered: AtomicUsize::new(0), until: Mutex::new(None) }
+    }
+
+    /// Called before each answer: waits out the stall, starting it at the right answer.
+    fn before_answer(&self) {
+        let answered = self.answered.fetch_add(1, Ordering::SeqCst);
+        let until = {
+            let mut until = self.until.lock().unwrap();
+            if answered == self.after {
+                *until = Some(Instant::now() + self.length);
+            }
+            *until
+        };
+        if let Some(until) = until {
+            thread::sleep(until.saturating_duration_since(Instant::now()));
+        }
+    }
+}
+
+/// A server on an ephemeral loopback port whose connections answer as `canned` says.
+fn canned_server(canned: Canned) -> CannedServer {
     let listener = TcpListener::bind("127.0.0.1:0").expect("binding a loopback listener");
     let addr = listener.local_addr().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
@@ -131,40 +180,56 @@ fn canned_server(response: &'static [u8], close_after: bool) -> CannedServer {
             if flag.load(Ordering::SeqCst) {
                 break;
             }
-            thread::spawn(move || answer_requests(stream, response, close_after));
+            let canned = canned.clone();
+            thread::spawn(move || answer_requests(stream, &canned));
         }
     });
     CannedServer { addr, stop, acceptor: Some(acceptor) }
 }
 
-/// `percore bench URL ARGS --json` against a [`canned_server`] answering `response`.
-fn bench_canned(response: &'static [u8], close_after: bool, args: &[&str]) -> Value {
-    let server = canned_server(response, close_after);
+/// `percore bench URL ARGS --json` against a [`canned_server`] answering as `canned` says.
+fn bench_canned(canned: Canned, args: &[&str]) -> Value {
+    let server = canned_server(canned);
     let url = url(server.addr);
     bench_json(&[&[url.as_str()], args].concat())
 }
 
-/// One connection of [`canned_server`]: reads request heads (pipelined ones
-/// included) until the peer closes, answering each.
-fn answer_requests(mut stream: TcpStream, response: &[u8], close_after: bool) {
-    stream.set_read_timeout(Some(CANNED_READ_TIMEOUT)).unwrap();
-    let mut pending = Vec::new();
+/// Reads once from `stream` and returns how many request heads are now whole, taking
+/// them from `pending`; None once the peer closed. bench sends GETs without a body,
+/// so a request ends at its blank line.
+fn read_request_heads(stream: &mut TcpStream, pending: &mut Vec<u8>) -> Option<usize> {
     let mut buf = [0u8; 4096];
+    match stream.read(&mut buf) {
+        Ok(0) | Err(_) => return None,
+        Ok(n) => pending.extend_from_slice(&buf[..n]),
+    }
+    let mut heads = 0;
+    while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+        pending.drain(..end + 4);
+        heads += 1;
+    }
+    Some(heads)
+}
+
+/// One connection of [`canned_server`]: reads request heads (pipelined ones
+/// included) until the peer closes, answering them as `canned` says.
+fn answer_requests(mut stream: TcpStream, canned: &Canned) {
+    stream.set_read_timeout(Some(CANNED_READ_TIMEOUT)).unwrap();
+    let (mut pending, mut waiting) = (Vec::new(), 0);
     loop {
-        match stream.read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => pending.extend_from_slice(&buf[..n]),
+        let Some(heads) = read_request_heads(&mut stream, &mut pending) else { return };
+        waiting += heads;
+        if canned.response.is_empty() || waiting < canned.batch {
+            continue;
         }
-        // bench sends GETs without a body, so a request ends at its blank line.
-        while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
-            pending.drain(..end + 4);
-            if response.is_empty() {
-                continue;
+        for _ in 0..std::mem::take(&mut waiting) {
+            if let Some(stall) = &canned.stall {
+                stall.before_answer();
             }
-            if stream.write_all(response).is_err() {
+            if stream.write_all(canned.response).is_err() {
                 return;
             }
-            if close_after {
+            if canned.close_after {
                 let _ = stream.shutdown(Shutdown::Write);
                 return;
             }
@@ -210,7 +275,7 @@ fn close_mode_counts_exactly_n_requests() {
 #[test]
 fn chunked_bodies_are_framed_and_counted() {
     const RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
-    let report = bench_canned(RESPONSE, false, &["-n", "200", "-c", "2", "-t", "1"]);
+    let report = bench_canned(Canned::answering(RESPONSE), &["-n", "200", "-c", "2", "-t", "1"]);
     assert_eq!(count(&report, "/requests"), 200, "{report:#}");
     assert_eq!(count(&report, "/errors/total"), 0, "{report:#}");
     // Every byte of each response (head and chunks) counted, no more.
@@ -220,7 +285,10 @@ fn chunked_bodies_are_framed_and_counted() {
 #[test]
 fn connection_close_answers_make_keep_alive_reconnect() {
     const RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
-    let report = bench_canned(RESPONSE, true, &["-n", "100", "-c", "4", "-t", "1"]);
+    let report = bench_canned(
+        Canned { close_after: true, ..Canned::answering(RESPONSE) },
+        &["-n", "100", "-c", "4", "-t", "1"],
+    );
     assert_eq!(count(&report, "/requests"), 100, "{report:#}");
     assert_eq!(count(&report, "/errors/total"), 0, "{report:#}");
 }
@@ -228,7 +296,7 @@ fn connection_close_answers_make_keep_alive_reconnect() {
 #[test]
 fn server_errors_count_as_non_2xx_not_errors() {
     const RESPONSE: &[u8] = b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n";
-    let report = bench_canned(RESPONSE, false, &["-n", "100", "-c", "2", "-t", "1"]);
+    let report = bench_canned(Canned::answering(RESPONSE), &["-n", "100", "-c", "2", "-t", "1"]);
     assert_eq!(count(&report, "/requests"), 100, "{report:#}");
     assert_eq!(count(&report, "/non_2xx"), 100, "{report:#}");
     assert_eq!(count(&report, "/errors/total"), 0, "{report:#}");
@@ -239,7 +307,7 @@ fn unanswered_requests_time_out_and_the_run_ends() {
     // An empty response: the server reads every request and never answers.
     // bench_json's bounded wait is the check that the run ends by itself:
     // 4 requests, 2 at a time, each given up after 1 to 2 s.
-    let report = bench_canned(b"", false, &["-n", "4", "-c", "2", "-t", "1", "--timeout", "1"]);
+    let report = bench_canned(Canned::answering(b""), &["-n", "4", "-c", "2", "-t", "1", "--timeout", "1"]);
     assert!(count(&report, "/errors/timeout") >= 2, "{report:#}");
     assert_eq!(count(&report, "/requests"), 0, "{report:#}");
 }
@@ -247,7 +315,7 @@ fn unanswered_requests_time_out_and_the_run_ends() {
 #[test]
 fn garbage_answers_count_as_parse_errors_and_the_run_ends() {
     // As above, bench_json's bounded wait checks that the run ends by itself.
-    let report = bench_canned(b"NOT HTTP\r\n\r\n", false, &["-n", "20", "-c", "2", "-t", "1"]);
+    let report = bench_canned(Canned::answering(b"NOT HTTP\r\n\r\n"), &["-n", "20", "-c", "2", "-t", "1"]);
     assert!(count(&report, "/errors/parse") > 0, "{report:#}");
 }
 
@@ -261,6 +329,23 @@ fn fixed_rate_sends_the_rate_times_the_duration() {
     // 200/s for 3 s, within the 5% the rate promises.
     let requests = count(&report, "/requests");
     assert!((570..=630).contains(&requests), "{requests} requests, not 600 ± 5%: {report:#}");
+}
+
+#[test]
+fn fixed_rate_latency_counts_from_the_due_time_so_a_stall_shows_in_the_tail() {
+    // 200/s for 3 s on 10 connections, and a server that answers no one for 1 s after
+    // its 200th answer: some 200 requests fall due during the stall. Counted from when
+    // each was due they take up to a second, the last tenth of all of them over half
+    // of one; counted from when each could be sent, only the 10 in flight when the
+    // stall began would be slow.
+    let canned = Canned {
+        stall: Some(Arc::new(Stall::new(200, Duration::from_secs(1)))),
+        ..Canned::answering(OK_RESPONSE)
+    };
+    let report = bench_canned(canned, &["--rate", "200", "-d", "3s", "-c", "10", "-t", "1"]);
+    assert_eq!(count(&report, "/errors/total"), 0, "{report:#}");
+    let p90 = count(&report, "/latency_us/percentiles/90");
+    assert!(p90 >= 500_000, "the 90th percentile is {p90} µs, under half the 1 s stall: {report:#}");
 }
 
 // ---------------------------------------------------------------------------
