@@ -12,7 +12,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use util::{percore_bin, run_capturing_within, Finished, Server};
+use util::{percore_bin, run_capturing_within, signal, stopped_lines, Finished, Server, WAIT};
 
 /// Bound on a whole bench run: the runs here take at most a few seconds, but a
 /// loaded 2-core CI machine may be much slower than that.
@@ -241,9 +241,10 @@ fn answer_requests(mut stream: TcpStream, canned: &Canned) {
 // Against percore: exact counts in every mode.
 
 /// `-n 1000` in the mode `mode` against percore: every request answered once,
-/// with no error and no non-2xx.
-fn assert_clean_thousand(mode: &[&str]) {
-    let server = percore();
+/// with no error and no non-2xx. Returns the connections the server accepted, from
+/// its `stopped` line once it stopped, and checks it saw the 1000 requests.
+fn assert_clean_thousand(mode: &[&str]) -> u64 {
+    let mut server = percore();
     let target = url(server.addr());
     let mut args = vec![target.as_str(), "-n", "1000", "-t", "1"];
     args.extend_from_slice(mode);
@@ -252,21 +253,48 @@ fn assert_clean_thousand(mode: &[&str]) {
     assert_eq!(count(&report, "/errors/total"), 0, "{mode:?}: {report:#}");
     assert_eq!(count(&report, "/non_2xx"), 0, "{mode:?}: {report:#}");
     assert!(count(&report, "/bytes_read") > 0, "{mode:?}: {report:#}");
+    signal(server.pid(), "TERM");
+    server.wait_exit(WAIT);
+    let stopped = stopped_lines(&server.wait_stderr_closed(WAIT));
+    assert_eq!(stopped.len(), 1, "{stopped:?}");
+    assert_eq!(stopped[0].requests, 1000, "{mode:?}: the server's count: {stopped:?}");
+    stopped[0].connections
+}
+
+/// The connection bench opens first, alone, to check the target is there: the
+/// server may count it (it sends no request).
+const PROBE: u64 = 1;
+
+#[test]
+fn keep_alive_counts_exactly_n_requests_on_its_connections() {
+    let connections = assert_clean_thousand(&["-c", "10"]);
+    assert!(connections <= 10 + PROBE, "{connections} connections for keep-alive with -c 10");
 }
 
 #[test]
-fn keep_alive_counts_exactly_n_requests() {
-    assert_clean_thousand(&["-c", "10"]);
+fn pipelined_counts_exactly_n_requests_on_its_connections() {
+    let connections = assert_clean_thousand(&["--pipeline", "16", "-c", "4"]);
+    assert!(connections <= 4 + PROBE, "{connections} connections for -c 4");
 }
 
 #[test]
-fn pipelined_counts_exactly_n_requests() {
-    assert_clean_thousand(&["--pipeline", "16", "-c", "4"]);
+fn close_mode_opens_a_connection_per_request() {
+    let connections = assert_clean_thousand(&["--close", "-c", "10"]);
+    // Near the end bench may open replacements for which no request is left, up to
+    // one per connection (-c); the server counts those it accepted.
+    let most = 1000 + PROBE + 10;
+    assert!((1000..=most).contains(&connections), "{connections} connections for 1000 requests");
 }
 
 #[test]
-fn close_mode_counts_exactly_n_requests() {
-    assert_clean_thousand(&["--close", "-c", "10"]);
+fn pipeline_sends_the_whole_depth_before_any_answer() {
+    // The server answers only once it holds 16 requests: a bench that sent fewer at a
+    // time would get no answer and time out.
+    let canned = Canned { batch: 16, ..Canned::answering(OK_RESPONSE) };
+    let args = ["-n", "64", "-c", "2", "-t", "1", "--pipeline", "16", "--timeout", "5"];
+    let report = bench_canned(canned, &args);
+    assert_eq!(count(&report, "/requests"), 64, "{report:#}");
+    assert_eq!(count(&report, "/errors/total"), 0, "{report:#}");
 }
 
 // ---------------------------------------------------------------------------
