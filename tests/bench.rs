@@ -410,10 +410,10 @@ fn text_report_has_the_rate_and_every_percentile() {
 // ---------------------------------------------------------------------------
 // Failures.
 
-/// Runs bench, which must fail promptly, and returns its stderr.
+/// Runs bench, which must fail promptly with exit status 1, and returns its stderr.
 fn bench_failure(target: &str) -> String {
     let run = bench_within(&[target, "-n", "10", "-c", "1", "-t", "1", "--json"], PROMPT_FAILURE);
-    assert!(!run.status.success(), "bench {target} succeeded; stdout:\n{}", run.stdout);
+    assert_eq!(run.status.code(), Some(1), "bench {target}: {}; stdout:\n{}", run.status, run.stdout);
     run.stderr
 }
 
@@ -442,5 +442,62 @@ fn conflicting_options_are_usage_errors() {
         all.extend_from_slice(args);
         let run = bench(&all);
         assert_eq!(run.status.code(), Some(2), "bench {all:?}: {}; stderr:\n{}", run.status, run.stderr);
+    }
+}
+
+/// A listener that takes bench's first connection (the check that the target is
+/// there, which sends nothing) and then one more, which it hands to `serve` once the
+/// listener is closed: any connection bench opens after those is refused.
+fn one_connection_then_none(serve: impl FnOnce(TcpStream) + Send + 'static) -> (SocketAddr, JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("binding a loopback listener");
+    let addr = listener.local_addr().unwrap();
+    let server = thread::spawn(move || {
+        let probe = listener.accept().expect("bench's first connection");
+        drop(probe);
+        let (stream, _) = listener.accept().expect("bench's second connection");
+        drop(listener);
+        stream.set_read_timeout(Some(CANNED_READ_TIMEOUT)).unwrap();
+        serve(stream);
+    });
+    (addr, server)
+}
+
+#[test]
+fn a_close_before_the_answer_is_a_read_error_and_a_refused_connection_a_connect_error() {
+    // The one connection is closed once its request is read, unanswered; the ones
+    // bench opens to replace it are refused. Neither fails the run: only a first
+    // connection refused does (exit status 1).
+    let (addr, server) = one_connection_then_none(|mut stream| {
+        let _ = read_request_heads(&mut stream, &mut Vec::new());
+    });
+    let report = bench_json(&[&url(addr), "-n", "10", "-c", "1", "-t", "1", "--timeout", "5"]);
+    server.join().expect("the server thread");
+    assert_eq!(count(&report, "/requests"), 0, "{report:#}");
+    assert_eq!(count(&report, "/errors/read"), 1, "{report:#}");
+    assert!(count(&report, "/errors/connect") >= 1, "{report:#}");
+    for kind in ["write", "timeout", "parse"] {
+        assert_eq!(count(&report, &format!("/errors/{kind}")), 0, "{kind}: {report:#}");
+    }
+}
+
+#[test]
+fn a_reset_while_requests_are_still_unsent_is_a_write_error() {
+    // 300,000 pipelined requests, 11 MB in one write: far more than the socket
+    // buffers take, so most are still queued in bench when the server, having read
+    // a little, resets the connection.
+    const PIPELINED: &str = "300000";
+    let (addr, server) = one_connection_then_none(|mut stream| {
+        let _ = stream.read(&mut [0u8; 1024]);
+        socket2::SockRef::from(&stream).set_linger(Some(Duration::ZERO)).expect("SO_LINGER 0");
+        // Closed with SO_LINGER 0: a reset, not an end of stream.
+        drop(stream);
+    });
+    let args = [&url(addr), "-n", PIPELINED, "--pipeline", PIPELINED, "-c", "1", "-t", "1", "--timeout", "5"];
+    let report = bench_json(&args);
+    server.join().expect("the server thread");
+    assert_eq!(count(&report, "/requests"), 0, "{report:#}");
+    assert_eq!(count(&report, "/errors/write"), 300_000, "every request in flight is lost: {report:#}");
+    for kind in ["connect", "read", "timeout", "parse"] {
+        assert_eq!(count(&report, &format!("/errors/{kind}")), 0, "{kind}: {report:#}");
     }
 }
