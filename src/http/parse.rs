@@ -207,7 +207,8 @@ impl Progress {
         if line_start.len() > limits.head {
             return Err(Error::HeadTooLarge);
         }
-        let method_len = line_start.iter().position(|&b| b == b' ').unwrap_or(line_len);
+        // Within the line: a space after its end is not the method's.
+        let method_len = line_start[..line_len].iter().position(|&b| b == b' ').unwrap_or(line_len);
         if !all_bytes(&line_start[..method_len], is_tchar) {
             return Err(Error::Method);
         }
