@@ -13,8 +13,8 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use util::{
-    connect, is_running, read_status, tcp_queues, vm_kib, wait_until, worker_lines, Server, TempFile, HELLO,
-    OK, WAIT,
+    connect, is_running, read_status, tcp_queues, vm_kib, wait_until, worker_lines, Client, Method, Server,
+    TempFile, HELLO, OK, WAIT,
 };
 
 const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
@@ -474,4 +474,55 @@ fn half_close_with_bytes_after_a_closing_request_gets_the_whole_answer() {
         assert!(text.starts_with(OK) && text.as_bytes().ends_with(HELLO), "got {text:?}");
         assert_eq!(text.matches("HTTP/1.1").count(), 1, "only the first request is answered");
     }
+}
+
+/// On one server, three connections each under one of the loop's timeouts: one idle
+/// after an answer (keep-alive), one in the middle of a request head (header), one
+/// that does not read an 8 MiB answer (send).
+struct UnderEachTimeout {
+    idle: Client,
+    mid_head: Client,
+    not_reading: Client,
+}
+
+impl UnderEachTimeout {
+    fn open(server: &Server) -> UnderEachTimeout {
+        let mut idle = server.client();
+        idle.send_request(Method::Head, "/", "HTTP/1.1", &[]);
+        assert_eq!(idle.read_response(Method::Head).status_line, OK);
+        let mut mid_head = server.client();
+        mid_head.send(b"HEAD / HTTP/1.1\r\nHost: a\r\n");
+        let mut not_reading = server.client();
+        not_reading.send(GET);
+        UnderEachTimeout { idle, mid_head, not_reading }
+    }
+
+    /// Each connection is still served: the idle one answers, the head completed is
+    /// answered, the large answer arrives whole.
+    fn assert_still_served(mut self, body_len: usize) {
+        self.idle.send_request(Method::Head, "/", "HTTP/1.1", &[]);
+        assert_eq!(self.idle.read_response(Method::Head).status_line, OK, "the idle connection");
+        self.mid_head.send(b"\r\n");
+        assert_eq!(self.mid_head.read_response(Method::Head).status_line, OK, "the head completed");
+        let large = self.not_reading.read_response(Method::Get);
+        assert_eq!((large.status_line.as_str(), large.body.len()), (OK, body_len), "the large answer");
+    }
+}
+
+#[test]
+fn a_timeout_of_zero_turns_it_off() {
+    const BODY: usize = 8 * 1024 * 1024;
+    let body = TempFile::with_contents(&vec![b'x'; BODY]);
+    let off = ["--keepalive-timeout", "0", "--header-timeout", "0", "--send-timeout", "0"];
+    let (server, _) = one_worker(&[&off[..], &["--body-file", body.path()]].concat());
+    // The same three connections on a server whose timeouts are all 1 s: once it
+    // has closed them all, at least a second has passed on a clock of the same kind.
+    let one = ["--keepalive-timeout", "1", "--header-timeout", "1", "--send-timeout", "1"];
+    let (control, control_worker) = one_worker(&[&one[..], &["--body-file", body.path()]].concat());
+    let baseline = idle_fd_count(&control, control_worker);
+    let zero = UnderEachTimeout::open(&server);
+    let controls = UnderEachTimeout::open(&control);
+    assert_fds_back(control_worker, baseline, "the control server's timeouts of 1 s");
+    drop(controls);
+    zero.assert_still_served(BODY);
 }
