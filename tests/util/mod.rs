@@ -28,8 +28,8 @@ pub use self::{
     client::{connect, date_of, read_status, read_to_eof, request, Client, Method, Response},
     process::{
         run_capturing, run_capturing_within, run_expecting_exit, run_expecting_exit_with_env, signal,
-        stopped_lines, tool_available, try_signal, wait_until, worker_lines, Finished, StoppedLine, TempFile,
-        WorkerLine,
+        stopped_lines, tool_available, try_signal, wait_until, worker_lines, Finished, StoppedLine, Strace,
+        TempFile, WorkerLine,
     },
     procfs::{
         children_of, cpus_allowed, is_running, proc_state, signal_pending, stat_fields, tcp_queues, vm_kib,
