@@ -7,32 +7,18 @@ use percore::http::{
     parse, Framed, Hello, HelloConfig, Limits, Method, Progress, Request, ResponseReader, Status, Stream,
     Version,
 };
-use percore::reactor::{Harness, Then};
+mod util;
+
+use percore::reactor::Harness;
 use proptest::prelude::*;
 use std::time::{Duration, UNIX_EPOCH};
 
-/// Feeds `chunks` to a `Hello` as the loop does: the unconsumed tail of each call is
-/// handed in again with the next chunk (at once after a pause, the output being
-/// taken); after a close verdict, input is ignored. Returns every byte written, its
-/// `Date` at one fixed instant.
+/// Every byte a `Hello` writes given `chunks` as a connection's reads (see
+/// [`util::serve_in_reads`]), its `Date` at one fixed instant.
 fn serve_in_chunks(chunks: &[&[u8]]) -> Vec<u8> {
     let mut harness = Harness::new(Hello::new(&HelloConfig::default()));
     harness.tick(UNIX_EPOCH + Duration::from_secs(1_800_000_000));
-    let (mut pending, mut out) = (Vec::new(), Vec::new());
-    for chunk in chunks {
-        pending.extend_from_slice(chunk);
-        loop {
-            let verdict = harness.data(&pending);
-            pending.drain(..verdict.consumed);
-            out.extend(harness.take_output());
-            match verdict.then {
-                Then::Read => break,
-                Then::Pause => continue,
-                Then::Close => return out,
-            }
-        }
-    }
-    out
+    util::serve_in_reads(&mut harness, chunks)
 }
 
 /// A request head built from the grammar of RFC 9112, and what its parse must find.

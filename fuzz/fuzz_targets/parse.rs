@@ -8,7 +8,11 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use libfuzzer_sys::fuzz_target;
 use percore::http::{parse, Hello, HelloConfig, Limits, Progress, Status};
-use percore::reactor::{Harness, Then};
+use percore::reactor::Harness;
+
+// Shared with the property tests, which feed Hello the same way.
+#[path = "../../tests/util/feed.rs"]
+mod feed;
 
 fuzz_target!(|data: &[u8]| {
     // The first byte picks the limits (small ones are reached) and where to cut.
@@ -35,25 +39,10 @@ fn resumable_agrees_with_fresh(input: &[u8], ends: &[usize], limits: &Limits) {
     }
 }
 
-/// Every byte `Hello` writes given `reads` as a connection's reads, as the loop hands
-/// them: what a call leaves unconsumed comes again with the next read, at once after
-/// a pause; nothing is read after a close. The Date is fixed, so runs compare.
+/// Every byte `Hello` writes given `reads` as a connection's reads, at a fixed Date,
+/// so that runs compare.
 fn serve(config: &HelloConfig, reads: &[&[u8]]) -> Vec<u8> {
     let mut harness = Harness::new(Hello::new(config));
     harness.tick(UNIX_EPOCH + Duration::from_secs(1_800_000_000));
-    let (mut pending, mut out) = (Vec::new(), Vec::new());
-    for read in reads {
-        pending.extend_from_slice(read);
-        loop {
-            let verdict = harness.data(&pending);
-            pending.drain(..verdict.consumed.min(pending.len()));
-            out.extend(harness.take_output());
-            match verdict.then {
-                Then::Read => break,
-                Then::Pause => continue,
-                Then::Close => return out,
-            }
-        }
-    }
-    out
+    feed::serve_in_reads(&mut harness, reads)
 }
