@@ -330,16 +330,27 @@ fn sigterm_answers_pipelined_requests_already_sent() {
     assert_eq!(stopped[0].requests, PIPELINED as u64 + 2, "{stopped:?}");
 }
 
+/// One worker with the shutdown timeout `seconds` and no header timeout, so that only
+/// the stop can end an unfinished request.
+fn stopping_in(seconds: &str) -> Percore {
+    let server = Percore::start(&["--workers", "1", "--shutdown-timeout", seconds, "--header-timeout", "0"]);
+    server.workers(1);
+    server
+}
+
+/// An accepted client in the middle of a request: its head lacks the final CRLF, so a
+/// graceful stop waits for the rest.
+fn unfinished_request(server: &Server) -> Client {
+    let mut client = accepted_client(server);
+    client.send(b"GET / HTTP/1.1\r\nHost: a\r\n");
+    client
+}
+
 #[test]
 fn a_first_sigint_drains_gracefully_and_a_second_stops_at_once() {
-    // No header timeout: only a stop can end the unfinished request.
-    let mut server = Percore::start(&["--workers", "1", "--shutdown-timeout", "30", "--header-timeout", "0"]);
-    server.workers(1);
-    // Two requests without their final CRLF: a graceful stop waits for the rest.
-    let mut unfinished = accepted_client(&server);
-    unfinished.send(b"GET / HTTP/1.1\r\nHost: a\r\n");
-    let mut finishing = accepted_client(&server);
-    finishing.send(b"GET / HTTP/1.1\r\nHost: a\r\n");
+    let mut server = stopping_in("30");
+    let mut unfinished = unfinished_request(&server);
+    let mut finishing = unfinished_request(&server);
     let mut idle = accepted_client(&server);
 
     // Sent once: a graceful stop closes the idle connection at once, and still answers
@@ -365,11 +376,8 @@ fn a_first_sigint_drains_gracefully_and_a_second_stops_at_once() {
 
 #[test]
 fn the_shutdown_timeout_closes_what_is_left_and_the_stop_is_still_graceful() {
-    // No header timeout: only the shutdown timeout can close the unfinished request.
-    let mut server = Percore::start(&["--workers", "1", "--shutdown-timeout", "1", "--header-timeout", "0"]);
-    server.workers(1);
-    let mut unfinished = accepted_client(&server);
-    unfinished.send(b"GET / HTTP/1.1\r\nHost: a\r\n");
+    let mut server = stopping_in("1");
+    let mut unfinished = unfinished_request(&server);
     signal(server.pid(), "TERM");
     unfinished.expect_eof();
     // The worker closed it and stopped by itself, with its totals: had the master
