@@ -6,13 +6,13 @@ mod util;
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use util::{percore_bin, run_capturing_within, Finished, Server};
+use util::{percore_bin, run_capturing_within, signal, stopped_lines, Finished, Server, WAIT};
 
 /// Bound on a whole bench run: the runs here take at most a few seconds, but a
 /// loaded 2-core CI machine may be much slower than that.
@@ -44,6 +44,9 @@ const JSON_FIELDS: [&str; 16] = [
     "/latency_us/stdev",
     "/latency_us/max",
 ];
+
+/// A plain 200 with a body of two bytes.
+const OK_RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 
 /// The percentiles both reports list: keys under `/latency_us/percentiles` of
 /// the JSON one, `N%` lines of the text one.
@@ -114,11 +117,57 @@ impl Drop for CannedServer {
     }
 }
 
-/// A server on an ephemeral loopback port that answers each request head
-/// (everything up to its blank line) with `response`, or never answers if
-/// `response` is empty; with `close_after` it closes each connection after
-/// its first answer.
-fn canned_server(response: &'static [u8], close_after: bool) -> CannedServer {
+/// How a [`canned_server`] connection answers.
+#[derive(Clone)]
+struct Canned {
+    /// Sent for each request head (everything up to its blank line); never, if empty.
+    response: &'static [u8],
+    /// Close the connection after its first answer.
+    close_after: bool,
+    /// Answer only once this many requests are waiting, then all of them.
+    batch: usize,
+    /// Shared by every connection: a time when no one answers.
+    stall: Option<Arc<Stall>>,
+}
+
+impl Canned {
+    /// Answers every request at once with `response`.
+    fn answering(response: &'static [u8]) -> Canned {
+        Canned { response, close_after: false, batch: 1, stall: None }
+    }
+}
+
+/// A server-wide stall: once `after` answers were sent, no connection answers for `length`.
+struct Stall {
+    after: usize,
+    length: Duration,
+    answered: AtomicUsize,
+    until: Mutex<Option<Instant>>,
+}
+
+impl Stall {
+    fn new(after: usize, length: Duration) -> Stall {
+        Stall { after, length, answered: AtomicUsize::new(0), until: Mutex::new(None) }
+    }
+
+    /// Called before each answer: waits out the stall, starting it at the right answer.
+    fn before_answer(&self) {
+        let answered = self.answered.fetch_add(1, Ordering::SeqCst);
+        let until = {
+            let mut until = self.until.lock().unwrap();
+            if answered == self.after {
+                *until = Some(Instant::now() + self.length);
+            }
+            *until
+        };
+        if let Some(until) = until {
+            thread::sleep(until.saturating_duration_since(Instant::now()));
+        }
+    }
+}
+
+/// A server on an ephemeral loopback port whose connections answer as `canned` says.
+fn canned_server(canned: Canned) -> CannedServer {
     let listener = TcpListener::bind("127.0.0.1:0").expect("binding a loopback listener");
     let addr = listener.local_addr().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
@@ -131,40 +180,56 @@ fn canned_server(response: &'static [u8], close_after: bool) -> CannedServer {
             if flag.load(Ordering::SeqCst) {
                 break;
             }
-            thread::spawn(move || answer_requests(stream, response, close_after));
+            let canned = canned.clone();
+            thread::spawn(move || answer_requests(stream, &canned));
         }
     });
     CannedServer { addr, stop, acceptor: Some(acceptor) }
 }
 
-/// `percore bench URL ARGS --json` against a [`canned_server`] answering `response`.
-fn bench_canned(response: &'static [u8], close_after: bool, args: &[&str]) -> Value {
-    let server = canned_server(response, close_after);
+/// `percore bench URL ARGS --json` against a [`canned_server`] answering as `canned` says.
+fn bench_canned(canned: Canned, args: &[&str]) -> Value {
+    let server = canned_server(canned);
     let url = url(server.addr);
     bench_json(&[&[url.as_str()], args].concat())
 }
 
-/// One connection of [`canned_server`]: reads request heads (pipelined ones
-/// included) until the peer closes, answering each.
-fn answer_requests(mut stream: TcpStream, response: &[u8], close_after: bool) {
-    stream.set_read_timeout(Some(CANNED_READ_TIMEOUT)).unwrap();
-    let mut pending = Vec::new();
+/// Reads once from `stream` and returns how many request heads are now whole, taking
+/// them from `pending`; None once the peer closed. bench sends GETs without a body,
+/// so a request ends at its blank line.
+fn read_request_heads(stream: &mut TcpStream, pending: &mut Vec<u8>) -> Option<usize> {
     let mut buf = [0u8; 4096];
+    match stream.read(&mut buf) {
+        Ok(0) | Err(_) => return None,
+        Ok(n) => pending.extend_from_slice(&buf[..n]),
+    }
+    let mut heads = 0;
+    while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+        pending.drain(..end + 4);
+        heads += 1;
+    }
+    Some(heads)
+}
+
+/// One connection of [`canned_server`]: reads request heads (pipelined ones
+/// included) until the peer closes, answering them as `canned` says.
+fn answer_requests(mut stream: TcpStream, canned: &Canned) {
+    stream.set_read_timeout(Some(CANNED_READ_TIMEOUT)).unwrap();
+    let (mut pending, mut waiting) = (Vec::new(), 0);
     loop {
-        match stream.read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => pending.extend_from_slice(&buf[..n]),
+        let Some(heads) = read_request_heads(&mut stream, &mut pending) else { return };
+        waiting += heads;
+        if canned.response.is_empty() || waiting < canned.batch {
+            continue;
         }
-        // bench sends GETs without a body, so a request ends at its blank line.
-        while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
-            pending.drain(..end + 4);
-            if response.is_empty() {
-                continue;
+        for _ in 0..std::mem::take(&mut waiting) {
+            if let Some(stall) = &canned.stall {
+                stall.before_answer();
             }
-            if stream.write_all(response).is_err() {
+            if stream.write_all(canned.response).is_err() {
                 return;
             }
-            if close_after {
+            if canned.close_after {
                 let _ = stream.shutdown(Shutdown::Write);
                 return;
             }
@@ -176,9 +241,10 @@ fn answer_requests(mut stream: TcpStream, response: &[u8], close_after: bool) {
 // Against percore: exact counts in every mode.
 
 /// `-n 1000` in the mode `mode` against percore: every request answered once,
-/// with no error and no non-2xx.
-fn assert_clean_thousand(mode: &[&str]) {
-    let server = percore();
+/// with no error and no non-2xx. Returns the connections the server accepted, from
+/// its `stopped` line once it stopped, and checks it saw the 1000 requests.
+fn assert_clean_thousand(mode: &[&str]) -> u64 {
+    let mut server = percore();
     let target = url(server.addr());
     let mut args = vec![target.as_str(), "-n", "1000", "-t", "1"];
     args.extend_from_slice(mode);
@@ -187,21 +253,48 @@ fn assert_clean_thousand(mode: &[&str]) {
     assert_eq!(count(&report, "/errors/total"), 0, "{mode:?}: {report:#}");
     assert_eq!(count(&report, "/non_2xx"), 0, "{mode:?}: {report:#}");
     assert!(count(&report, "/bytes_read") > 0, "{mode:?}: {report:#}");
+    signal(server.pid(), "TERM");
+    server.wait_exit(WAIT);
+    let stopped = stopped_lines(&server.wait_stderr_closed(WAIT));
+    assert_eq!(stopped.len(), 1, "{stopped:?}");
+    assert_eq!(stopped[0].requests, 1000, "{mode:?}: the server's count: {stopped:?}");
+    stopped[0].connections
+}
+
+/// The connection bench opens first, alone, to check the target is there: the
+/// server may count it (it sends no request).
+const PROBE: u64 = 1;
+
+#[test]
+fn keep_alive_counts_exactly_n_requests_on_its_connections() {
+    let connections = assert_clean_thousand(&["-c", "10"]);
+    assert!(connections <= 10 + PROBE, "{connections} connections for keep-alive with -c 10");
 }
 
 #[test]
-fn keep_alive_counts_exactly_n_requests() {
-    assert_clean_thousand(&["-c", "10"]);
+fn pipelined_counts_exactly_n_requests_on_its_connections() {
+    let connections = assert_clean_thousand(&["--pipeline", "16", "-c", "4"]);
+    assert!(connections <= 4 + PROBE, "{connections} connections for -c 4");
 }
 
 #[test]
-fn pipelined_counts_exactly_n_requests() {
-    assert_clean_thousand(&["--pipeline", "16", "-c", "4"]);
+fn close_mode_opens_a_connection_per_request() {
+    let connections = assert_clean_thousand(&["--close", "-c", "10"]);
+    // Near the end bench may open replacements for which no request is left, up to
+    // one per connection (-c); the server counts those it accepted.
+    let most = 1000 + PROBE + 10;
+    assert!((1000..=most).contains(&connections), "{connections} connections for 1000 requests");
 }
 
 #[test]
-fn close_mode_counts_exactly_n_requests() {
-    assert_clean_thousand(&["--close", "-c", "10"]);
+fn pipeline_sends_the_whole_depth_before_any_answer() {
+    // The server answers only once it holds 16 requests: a bench that sent fewer at a
+    // time would get no answer and time out.
+    let canned = Canned { batch: 16, ..Canned::answering(OK_RESPONSE) };
+    let args = ["-n", "64", "-c", "2", "-t", "1", "--pipeline", "16", "--timeout", "5"];
+    let report = bench_canned(canned, &args);
+    assert_eq!(count(&report, "/requests"), 64, "{report:#}");
+    assert_eq!(count(&report, "/errors/total"), 0, "{report:#}");
 }
 
 // ---------------------------------------------------------------------------
@@ -210,7 +303,7 @@ fn close_mode_counts_exactly_n_requests() {
 #[test]
 fn chunked_bodies_are_framed_and_counted() {
     const RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
-    let report = bench_canned(RESPONSE, false, &["-n", "200", "-c", "2", "-t", "1"]);
+    let report = bench_canned(Canned::answering(RESPONSE), &["-n", "200", "-c", "2", "-t", "1"]);
     assert_eq!(count(&report, "/requests"), 200, "{report:#}");
     assert_eq!(count(&report, "/errors/total"), 0, "{report:#}");
     // Every byte of each response (head and chunks) counted, no more.
@@ -220,7 +313,10 @@ fn chunked_bodies_are_framed_and_counted() {
 #[test]
 fn connection_close_answers_make_keep_alive_reconnect() {
     const RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
-    let report = bench_canned(RESPONSE, true, &["-n", "100", "-c", "4", "-t", "1"]);
+    let report = bench_canned(
+        Canned { close_after: true, ..Canned::answering(RESPONSE) },
+        &["-n", "100", "-c", "4", "-t", "1"],
+    );
     assert_eq!(count(&report, "/requests"), 100, "{report:#}");
     assert_eq!(count(&report, "/errors/total"), 0, "{report:#}");
 }
@@ -228,7 +324,7 @@ fn connection_close_answers_make_keep_alive_reconnect() {
 #[test]
 fn server_errors_count_as_non_2xx_not_errors() {
     const RESPONSE: &[u8] = b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n";
-    let report = bench_canned(RESPONSE, false, &["-n", "100", "-c", "2", "-t", "1"]);
+    let report = bench_canned(Canned::answering(RESPONSE), &["-n", "100", "-c", "2", "-t", "1"]);
     assert_eq!(count(&report, "/requests"), 100, "{report:#}");
     assert_eq!(count(&report, "/non_2xx"), 100, "{report:#}");
     assert_eq!(count(&report, "/errors/total"), 0, "{report:#}");
@@ -239,7 +335,7 @@ fn unanswered_requests_time_out_and_the_run_ends() {
     // An empty response: the server reads every request and never answers.
     // bench_json's bounded wait is the check that the run ends by itself:
     // 4 requests, 2 at a time, each given up after 1 to 2 s.
-    let report = bench_canned(b"", false, &["-n", "4", "-c", "2", "-t", "1", "--timeout", "1"]);
+    let report = bench_canned(Canned::answering(b""), &["-n", "4", "-c", "2", "-t", "1", "--timeout", "1"]);
     assert!(count(&report, "/errors/timeout") >= 2, "{report:#}");
     assert_eq!(count(&report, "/requests"), 0, "{report:#}");
 }
@@ -247,7 +343,7 @@ fn unanswered_requests_time_out_and_the_run_ends() {
 #[test]
 fn garbage_answers_count_as_parse_errors_and_the_run_ends() {
     // As above, bench_json's bounded wait checks that the run ends by itself.
-    let report = bench_canned(b"NOT HTTP\r\n\r\n", false, &["-n", "20", "-c", "2", "-t", "1"]);
+    let report = bench_canned(Canned::answering(b"NOT HTTP\r\n\r\n"), &["-n", "20", "-c", "2", "-t", "1"]);
     assert!(count(&report, "/errors/parse") > 0, "{report:#}");
 }
 
@@ -261,6 +357,23 @@ fn fixed_rate_sends_the_rate_times_the_duration() {
     // 200/s for 3 s, within the 5% the rate promises.
     let requests = count(&report, "/requests");
     assert!((570..=630).contains(&requests), "{requests} requests, not 600 ± 5%: {report:#}");
+}
+
+#[test]
+fn fixed_rate_latency_counts_from_the_due_time_so_a_stall_shows_in_the_tail() {
+    // 200/s for 3 s on 10 connections, and a server that answers no one for 1 s after
+    // its 200th answer: some 200 requests fall due during the stall. Counted from when
+    // each was due they take up to a second, the last tenth of all of them over half
+    // of one; counted from when each could be sent, only the 10 in flight when the
+    // stall began would be slow.
+    let canned = Canned {
+        stall: Some(Arc::new(Stall::new(200, Duration::from_secs(1)))),
+        ..Canned::answering(OK_RESPONSE)
+    };
+    let report = bench_canned(canned, &["--rate", "200", "-d", "3s", "-c", "10", "-t", "1"]);
+    assert_eq!(count(&report, "/errors/total"), 0, "{report:#}");
+    let p90 = count(&report, "/latency_us/percentiles/90");
+    assert!(p90 >= 500_000, "the 90th percentile is {p90} µs, under half the 1 s stall: {report:#}");
 }
 
 // ---------------------------------------------------------------------------
@@ -297,10 +410,10 @@ fn text_report_has_the_rate_and_every_percentile() {
 // ---------------------------------------------------------------------------
 // Failures.
 
-/// Runs bench, which must fail promptly, and returns its stderr.
+/// Runs bench, which must fail promptly with exit status 1, and returns its stderr.
 fn bench_failure(target: &str) -> String {
     let run = bench_within(&[target, "-n", "10", "-c", "1", "-t", "1", "--json"], PROMPT_FAILURE);
-    assert!(!run.status.success(), "bench {target} succeeded; stdout:\n{}", run.stdout);
+    assert_eq!(run.status.code(), Some(1), "bench {target}: {}; stdout:\n{}", run.status, run.stdout);
     run.stderr
 }
 
@@ -329,5 +442,62 @@ fn conflicting_options_are_usage_errors() {
         all.extend_from_slice(args);
         let run = bench(&all);
         assert_eq!(run.status.code(), Some(2), "bench {all:?}: {}; stderr:\n{}", run.status, run.stderr);
+    }
+}
+
+/// A listener that takes bench's first connection (the check that the target is
+/// there, which sends nothing) and then one more, which it hands to `serve` once the
+/// listener is closed: any connection bench opens after those is refused.
+fn one_connection_then_none(serve: impl FnOnce(TcpStream) + Send + 'static) -> (SocketAddr, JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("binding a loopback listener");
+    let addr = listener.local_addr().unwrap();
+    let server = thread::spawn(move || {
+        let probe = listener.accept().expect("bench's first connection");
+        drop(probe);
+        let (stream, _) = listener.accept().expect("bench's second connection");
+        drop(listener);
+        stream.set_read_timeout(Some(CANNED_READ_TIMEOUT)).unwrap();
+        serve(stream);
+    });
+    (addr, server)
+}
+
+#[test]
+fn a_close_before_the_answer_is_a_read_error_and_a_refused_connection_a_connect_error() {
+    // The one connection is closed once its request is read, unanswered; the ones
+    // bench opens to replace it are refused. Neither fails the run: only a first
+    // connection refused does (exit status 1).
+    let (addr, server) = one_connection_then_none(|mut stream| {
+        let _ = read_request_heads(&mut stream, &mut Vec::new());
+    });
+    let report = bench_json(&[&url(addr), "-n", "10", "-c", "1", "-t", "1", "--timeout", "5"]);
+    server.join().expect("the server thread");
+    assert_eq!(count(&report, "/requests"), 0, "{report:#}");
+    assert_eq!(count(&report, "/errors/read"), 1, "{report:#}");
+    assert!(count(&report, "/errors/connect") >= 1, "{report:#}");
+    for kind in ["write", "timeout", "parse"] {
+        assert_eq!(count(&report, &format!("/errors/{kind}")), 0, "{kind}: {report:#}");
+    }
+}
+
+#[test]
+fn a_reset_while_requests_are_still_unsent_is_a_write_error() {
+    // 300,000 pipelined requests, 11 MB in one write: far more than the socket
+    // buffers take, so most are still queued in bench when the server, having read
+    // a little, resets the connection.
+    const PIPELINED: &str = "300000";
+    let (addr, server) = one_connection_then_none(|mut stream| {
+        let _ = stream.read(&mut [0u8; 1024]);
+        socket2::SockRef::from(&stream).set_linger(Some(Duration::ZERO)).expect("SO_LINGER 0");
+        // Closed with SO_LINGER 0: a reset, not an end of stream.
+        drop(stream);
+    });
+    let args = [&url(addr), "-n", PIPELINED, "--pipeline", PIPELINED, "-c", "1", "-t", "1", "--timeout", "5"];
+    let report = bench_json(&args);
+    server.join().expect("the server thread");
+    assert_eq!(count(&report, "/requests"), 0, "{report:#}");
+    assert_eq!(count(&report, "/errors/write"), 300_000, "every request in flight is lost: {report:#}");
+    for kind in ["connect", "read", "timeout", "parse"] {
+        assert_eq!(count(&report, &format!("/errors/{kind}")), 0, "{kind}: {report:#}");
     }
 }

@@ -13,7 +13,8 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use util::{
-    connect, is_running, read_status, vm_kib, wait_until, worker_lines, Server, TempFile, HELLO, OK, WAIT,
+    connect, is_running, read_status, tcp_queues, vm_kib, wait_until, worker_lines, Client, Method, Server,
+    TempFile, HELLO, OK, WAIT,
 };
 
 const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
@@ -222,29 +223,80 @@ fn max_conns_queues_connections_over_the_limit() {
     }
 }
 
+/// Sets the open-file limit (soft and hard) of the running process `pid` with
+/// util-linux's `prlimit`, so the test needs no unsafe code of its own.
+fn set_fd_limit(pid: u32, limit: u64) {
+    let status = std::process::Command::new("prlimit")
+        .args(["--pid", &pid.to_string(), &format!("--nofile={limit}:{limit}")])
+        .status()
+        .expect("running prlimit");
+    assert!(status.success(), "prlimit --pid {pid} failed: {status}");
+}
+
+/// What a client saw on a connection it sent a GET on.
+#[derive(Debug, PartialEq, Eq)]
+enum Outcome {
+    /// A 200.
+    Answered,
+    /// Closed (end of stream or reset) before a byte of an answer.
+    Refused,
+    /// Neither by the deadline.
+    Undecided,
+}
+
+/// Reads the answer to the GET sent on `stream`, waiting at most until `deadline`.
+fn outcome(stream: &TcpStream, deadline: Instant) -> Outcome {
+    // A zero timeout is refused by set_read_timeout; past the deadline, just look.
+    let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
+    stream.set_read_timeout(Some(left)).unwrap();
+    match read_status(&mut BufReader::with_capacity(512, stream)) {
+        Ok(status) if status == OK => Outcome::Answered,
+        Ok(status) => panic!("unexpected answer {status:?}"),
+        Err(e) if e.kind() == ErrorKind::UnexpectedEof || is_reset(&e) => Outcome::Refused,
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => Outcome::Undecided,
+        Err(e) => panic!("reading an answer: {e}"),
+    }
+}
+
 #[test]
-fn survives_running_out_of_descriptors() {
-    let server = Server::percore_via(&["prlimit", "--nofile=64:64"], &["--workers", "1"]);
-    let worker = worker_pid(&server);
-    let addr = server.addr();
-    // Far more than 64 descriptors' worth. Those the server cannot take may be
-    // refused, reset or closed: every error here is tolerated.
-    let flood: Vec<TcpStream> = (0..200)
-        .filter_map(|_| TcpStream::connect_timeout(&addr, WAIT).ok())
-        .inspect(|stream| {
-            let _ = stream.set_read_timeout(Some(WAIT));
-            let _ = (&*stream).write_all(GET);
+fn out_of_descriptors_a_worker_refuses_the_queued_connection_and_serves_on() {
+    const FD_LIMIT: u64 = 64;
+    const CONNECTIONS: usize = 100;
+    // --max-conns far above what the descriptors allow, so that accept itself fails
+    // with EMFILE rather than the worker stopping at its connection limit.
+    let (server, worker) = one_worker(&["--max-conns", "1000"]);
+    let baseline = idle_fd_count(&server, worker);
+    // Lowered on the running worker, after the master fitted --max-conns to the limit
+    // it had at start (the hard limit): the worker runs out of descriptors first.
+    set_fd_limit(worker, FD_LIMIT);
+    let streams: Vec<TcpStream> = (0..CONNECTIONS)
+        .map(|i| {
+            let stream = connect(server.addr());
+            // A refused connection may be reset before or while we write: that is
+            // what we are looking for, and reading below tells it.
+            if let Err(e) = (&stream).write_all(GET) {
+                assert!(is_reset(&e), "connection {i}: sending: {e}");
+            }
+            stream
         })
         .collect();
-    // The first is surely taken: the server keeps its connection count below the
-    // descriptor limit (and queues the rest), or refuses at EMFILE after that.
-    let first = flood.first().expect("at least one connection");
-    assert_eq!(read_status(&mut BufReader::new(first)).expect("an answer on the first connection"), OK);
-    drop(flood);
-    // The closed connections still queued are worked off before a new one.
-    let answered = wait_until(WAIT, || matches!(try_get(addr).as_deref(), Ok(OK)));
+    let deadline = Instant::now() + WAIT;
+    let outcomes: Vec<Outcome> = streams.iter().map(|stream| outcome(stream, deadline)).collect();
+    let count = |want: Outcome| outcomes.iter().filter(|&o| *o == want).count();
+    let (answered, refused) = (count(Outcome::Answered), count(Outcome::Refused));
+    eprintln!("{answered} answered, {refused} refused, baseline {baseline} descriptors");
+    // The reserve descriptor closes each connection the worker cannot hold; without
+    // it they would wait in the queue, unanswered, until a descriptor frees up.
+    assert_eq!(count(Outcome::Undecided), 0, "connections neither answered nor closed: {outcomes:?}");
+    assert!(refused > 0, "no connection was refused: {outcomes:?}");
+    assert!(answered > 0 && answered as u64 <= FD_LIMIT, "{answered} answered: {outcomes:?}");
+    // The worker still serves the connections it holds, and new ones once they close.
+    for (i, stream) in streams.iter().enumerate().filter(|(i, _)| outcomes[*i] == Outcome::Answered) {
+        assert_eq!(exchange(stream, GET).unwrap_or_else(|e| panic!("connection {i}: {e}")), OK);
+    }
+    drop(streams);
+    let answered = wait_until(WAIT, || matches!(try_get(server.addr()).as_deref(), Ok(OK)));
     assert!(answered, "no 200 on a fresh connection within {WAIT:?}");
-    assert!(is_running(server.pid()), "the master died");
     assert!(is_running(worker), "the worker died");
     assert_eq!(worker_lines(&server.stderr()).len(), 1, "the worker was restarted:\n{}", server.stderr());
 }
@@ -322,26 +374,41 @@ fn ten_thousand_idle_connections_leak_no_slot() {
 fn slow_reader_cannot_grow_the_worker() {
     const REQUESTS: usize = 100_000;
     const RSS_BOUND_KIB: u64 = 64 * 1024;
-    let (server, worker) = one_worker(&[]);
+    // A body of 1,000 bytes is copied with its head (a larger one would be referenced,
+    // held once however often it is queued): 100,000 answers are then about 115 MB,
+    // which a worker that went on reading requests while its answers piled up would
+    // hold, far over the bound.
+    let body = "x".repeat(1000);
+    let (server, worker) = one_worker(&["--body", &body]);
     let stream = connect(server.addr());
     // Long enough for the pause below: the writer blocks until we read.
     stream.set_write_timeout(Some(WAIT)).unwrap();
     let written = Arc::new(AtomicUsize::new(0));
     let writer = flood(stream.try_clone().unwrap(), REQUESTS, Arc::clone(&written));
-    // Not reading until the writer is done or stuck (no progress in 500 ms),
-    // at most a few seconds; meanwhile the worker's memory must stay bounded.
-    let mut peak = 0;
-    let mut last = (usize::MAX, Instant::now());
-    wait_until(Duration::from_secs(5), || {
-        peak = peak.max(vm_kib(worker, "VmRSS"));
-        let now = written.load(Ordering::Relaxed);
+    // Not reading until the worker stopped reading: either it read every request
+    // (none left in our socket's send queue nor in its receive queue), or the bytes
+    // it left unread stayed the same for 500 ms. The socket buffers take all 2.7 MB
+    // of requests, so the writer finishing proves nothing by itself.
+    let (ours, theirs) = (stream.local_addr().unwrap(), stream.peer_addr().unwrap());
+    let unread = || Some(tcp_queues(ours, theirs)?.0 + tcp_queues(theirs, ours)?.1);
+    let mut last = (None, Instant::now());
+    let stopped = wait_until(WAIT, || {
+        let now = unread();
         if now != last.0 {
             last = (now, Instant::now());
         }
-        writer.is_finished() || last.1.elapsed() > Duration::from_millis(500)
+        let all_read = writer.is_finished() && now == Some(0);
+        all_read || (now > Some(0) && last.1.elapsed() > Duration::from_millis(500))
     });
-    eprintln!("worker VmRSS peak while not reading: {peak} KiB; {} requests written", last.0);
-    assert!(peak < RSS_BOUND_KIB, "worker VmRSS reached {peak} KiB (bound {RSS_BOUND_KIB} KiB)");
+    assert!(stopped, "the worker's unread input kept changing for {WAIT:?}");
+    // The worker's peak, however briefly it was there.
+    let peak = vm_kib(worker, "VmHWM");
+    eprintln!(
+        "worker VmHWM while not reading: {peak} KiB; {} requests written, {:?} bytes of them unread",
+        written.load(Ordering::Relaxed),
+        last.0
+    );
+    assert!(peak < RSS_BOUND_KIB, "worker VmHWM reached {peak} KiB (bound {RSS_BOUND_KIB} KiB)");
     // The writer goes on as we read; every request gets its 200, in order.
     let mut reader = BufReader::with_capacity(64 * 1024, &stream);
     for i in 0..REQUESTS {
@@ -351,7 +418,6 @@ fn slow_reader_cannot_grow_the_worker() {
     assert_eq!(writer.join().expect("the writer thread"), REQUESTS, "requests written");
 }
 
-/// A body file of `len` bytes under the temp dir, removed on drop.
 #[test]
 fn send_timeout_drops_a_closing_connection_whose_peer_never_reads() {
     // The answer closes the connection (HTTP/1.0) but is far larger than the socket
@@ -390,12 +456,17 @@ fn pipelined_requests_for_a_large_body_cannot_grow_the_worker() {
 
 #[test]
 fn half_close_with_bytes_after_a_closing_request_gets_the_whole_answer() {
+    // More than the loop's 64 KiB read buffer after the request that closes: when
+    // the server has answered, some of them are still unread in its socket, and
+    // closing then would make the kernel reset the connection, destroying the answer
+    // before we read it. Only lingering (reading them to our end of stream) saves it.
+    // They are requests, none of which may be answered.
+    let after = b"GET /never HTTP/1.0\r\n\r\n".repeat(8000); // 184,000 bytes
     let (server, _) = one_worker(&[]);
     for _ in 0..20 {
         let mut stream = connect(server.addr());
-        // Bytes after the request that closes, then our end of stream: the server
-        // must read them before it closes, or the kernel resets the connection.
-        stream.write_all(b"GET / HTTP/1.0\r\n\r\nGET /never HTTP/1.0\r\n\r\n").expect("sending");
+        let bytes = [&b"GET / HTTP/1.0\r\n\r\n"[..], &after].concat();
+        stream.write_all(&bytes).expect("sending, then the bytes after the closing request");
         stream.shutdown(std::net::Shutdown::Write).expect("half-closing");
         let mut all = Vec::new();
         stream.read_to_end(&mut all).expect("the answer, then a clean end of stream, not a reset");
@@ -403,4 +474,55 @@ fn half_close_with_bytes_after_a_closing_request_gets_the_whole_answer() {
         assert!(text.starts_with(OK) && text.as_bytes().ends_with(HELLO), "got {text:?}");
         assert_eq!(text.matches("HTTP/1.1").count(), 1, "only the first request is answered");
     }
+}
+
+/// On one server, three connections each under one of the loop's timeouts: one idle
+/// after an answer (keep-alive), one in the middle of a request head (header), one
+/// that does not read an 8 MiB answer (send).
+struct UnderEachTimeout {
+    idle: Client,
+    mid_head: Client,
+    not_reading: Client,
+}
+
+impl UnderEachTimeout {
+    fn open(server: &Server) -> UnderEachTimeout {
+        let mut idle = server.client();
+        idle.send_request(Method::Head, "/", "HTTP/1.1", &[]);
+        assert_eq!(idle.read_response(Method::Head).status_line, OK);
+        let mut mid_head = server.client();
+        mid_head.send(b"HEAD / HTTP/1.1\r\nHost: a\r\n");
+        let mut not_reading = server.client();
+        not_reading.send(GET);
+        UnderEachTimeout { idle, mid_head, not_reading }
+    }
+
+    /// Each connection is still served: the idle one answers, the head completed is
+    /// answered, the large answer arrives whole.
+    fn assert_still_served(mut self, body_len: usize) {
+        self.idle.send_request(Method::Head, "/", "HTTP/1.1", &[]);
+        assert_eq!(self.idle.read_response(Method::Head).status_line, OK, "the idle connection");
+        self.mid_head.send(b"\r\n");
+        assert_eq!(self.mid_head.read_response(Method::Head).status_line, OK, "the head completed");
+        let large = self.not_reading.read_response(Method::Get);
+        assert_eq!((large.status_line.as_str(), large.body.len()), (OK, body_len), "the large answer");
+    }
+}
+
+#[test]
+fn a_timeout_of_zero_turns_it_off() {
+    const BODY: usize = 8 * 1024 * 1024;
+    let body = TempFile::with_contents(&vec![b'x'; BODY]);
+    let off = ["--keepalive-timeout", "0", "--header-timeout", "0", "--send-timeout", "0"];
+    let (server, _) = one_worker(&[&off[..], &["--body-file", body.path()]].concat());
+    // The same three connections on a server whose timeouts are all 1 s: once it
+    // has closed them all, at least a second has passed on a clock of the same kind.
+    let one = ["--keepalive-timeout", "1", "--header-timeout", "1", "--send-timeout", "1"];
+    let (control, control_worker) = one_worker(&[&one[..], &["--body-file", body.path()]].concat());
+    let baseline = idle_fd_count(&control, control_worker);
+    let zero = UnderEachTimeout::open(&server);
+    let controls = UnderEachTimeout::open(&control);
+    assert_fds_back(control_worker, baseline, "the control server's timeouts of 1 s");
+    drop(controls);
+    zero.assert_still_served(BODY);
 }

@@ -11,7 +11,10 @@ use socket2::{Domain, Socket, Type};
 use std::thread;
 use std::time::Duration;
 
-use util::{connect, read_status, vm_kib, wait_until, worker_lines, Server, TempFile, OK, WAIT};
+use util::{
+    connect, read_status, tool_available, vm_kib, wait_until, worker_lines, Server, Strace, TempFile, OK,
+    WAIT,
+};
 
 const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
 
@@ -152,4 +155,33 @@ fn bytes_of_an_answer_arrive_in_order_and_whole() {
         reader.read_exact(&mut got).unwrap_or_else(|e| panic!("answer {i}'s body: {e}"));
         assert!(got == content, "answer {i}'s body differs from the file");
     }
+}
+
+/// The value a traced call returned (`... = 1350`), if it is a count of bytes.
+fn returned_bytes(call: &str) -> Option<usize> {
+    call.rsplit_once(" = ")?.1.split_whitespace().next()?.parse().ok()
+}
+
+#[test]
+fn the_answers_to_one_read_go_out_in_one_send() {
+    const PIPELINED: usize = 50;
+    if !tool_available("strace", "strace") {
+        return;
+    }
+    let (server, worker) = one_worker(&[]);
+    let mut reader = warm_connection(&server);
+    // glibc's recv and send are the recvfrom and sendto system calls.
+    let trace = Strace::attach(worker, "recvfrom,recvmsg,read,sendto,sendmsg,write,writev");
+    // 50 requests in one write, 1,350 bytes: one segment on loopback.
+    pipeline_and_read_all(&mut reader, PIPELINED);
+    let calls = trace.finish();
+    let is = |call: &str, names: &[&str]| names.iter().any(|name| call.starts_with(&format!("{name}(")));
+    let reads = calls.iter().filter(|c| is(c, &["recvfrom", "recvmsg", "read"]));
+    let reads_with_data = reads.filter(|c| returned_bytes(c).is_some_and(|n| n > 0)).count();
+    let sends = calls.iter().filter(|c| is(c, &["sendto", "sendmsg", "write", "writev"])).count();
+    assert!(
+        (1..PIPELINED).contains(&reads_with_data),
+        "{reads_with_data} reads brought the {PIPELINED} requests: {calls:#?}"
+    );
+    assert_eq!(sends, reads_with_data, "one send per read of requests: {calls:#?}");
 }

@@ -218,3 +218,50 @@ fn a_paused_protocol_is_called_again_without_a_new_edge() {
 fn a_pause_with_nothing_written_waits_for_the_timers_output() {
     paused_lines_all_answered(OneLineAtATime { ready: false, wait_for_timer: true }, 50, "+");
 }
+
+/// Handles one line per call and pauses with the rest, writing a byte for each;
+/// records which connection each line came from, in order.
+#[derive(Default)]
+struct LinesInOrder {
+    handled: Vec<ConnId>,
+}
+
+impl Protocol for LinesInOrder {
+    type Conn = ();
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+        let Some(end) = input.iter().position(|&b| b == b'\n') else { return Verdict::keep(0) };
+        self.handled.push(io.id());
+        // Something to send, so that the loop goes on with the rest at once.
+        io.write(b".");
+        Verdict::pause(end + 1)
+    }
+}
+
+#[test]
+fn a_pipelining_client_cannot_starve_another() {
+    const LINES: usize = 10_000;
+    // READS_PER_WAKE in the loop, which the README states: each call after a pause
+    // counts as one of them.
+    const BUDGET: usize = 16;
+    let (mut reactor, addr) = reactor(LinesInOrder::default(), Opening::ClientSpeaksFirst, Config::default());
+    // Both connections have all their input in before the loop first turns: the
+    // first 10,000 lines, the second one.
+    let mut greedy = client(addr);
+    greedy.write_all(&b"a\n".repeat(LINES)).expect("the greedy client's lines");
+    let mut other = client(addr);
+    other.write_all(b"b\n").expect("the other client's line");
+    turn_until(&mut reactor, "both connections accepted", |r| r.stats().accepted == 2);
+    turn_until(&mut reactor, "the other client's line handled", |r| r.protocol().handled.len() > LINES);
+    let handled = &reactor.protocol().handled;
+    let greedy_id = handled[0];
+    let before_other = handled.iter().take_while(|&&id| id == greedy_id).count();
+    eprintln!("{before_other} of the greedy client's lines were handled before the other's");
+    assert!(
+        before_other <= BUDGET,
+        "{before_other} lines of one connection handled before the other's one line, over the budget of {BUDGET}"
+    );
+    // And the greedy client is not starved either: every line answered.
+    assert_eq!(read_text(&mut greedy, LINES), ".".repeat(LINES));
+    assert_eq!(read_text(&mut other, 1), ".");
+}

@@ -174,6 +174,24 @@ fn taskset_mask_gives_one_worker_on_that_cpu() {
 }
 
 #[test]
+fn no_pin_leaves_a_worker_on_every_cpu_the_master_may_use() {
+    let allowed = percore::worker::allowed_cpus();
+    // The last allowed CPU: pinned to it, the worker's mask would be that CPU alone.
+    let cpu = allowed.last().expect("no allowed CPU").to_string();
+    let server = Percore::start(&["--workers", "1", "--cpus", &cpu, "--no-pin"]);
+    let worker = server.workers(1)[0];
+    // Serving, the worker is past the point where it would have pinned itself.
+    get_on_fresh_connection(&server);
+    let master = cpus_allowed(server.pid()).expect("the master's CPUs");
+    assert_eq!(cpus_allowed(worker.pid), Some(master.clone()), "{worker:?}");
+    if allowed.len() == 1 {
+        eprintln!("note: one CPU allowed ({master}): pinned or not, a worker's mask is the same here");
+    } else {
+        assert_ne!(master, cpu, "the master's mask is more than the worker's CPU");
+    }
+}
+
+#[test]
 fn killed_worker_is_restarted_on_its_cpu() {
     let server = Percore::start(&["--workers", "2", "--cpus", "0,1"]);
     let workers = server.workers(2);
@@ -274,56 +292,99 @@ fn sigterm_answers_pipelined_requests_already_sent() {
     let mut server = Percore::start(&["--workers", "1"]);
     let worker = server.workers(1)[0];
     let mut client = accepted_client(&server);
+    let mut idle = accepted_client(&server);
 
-    // With the worker stopped, the whole batch is surely still unanswered
-    // (in its socket buffer) when the stop begins: on resuming, the worker
-    // finds both the batch and the SIGTERM the master passed on.
+    // With the worker stopped, the whole batch is surely still unanswered (in its
+    // socket buffer) when the stop begins: on resuming, the worker finds both the
+    // batch and the SIGTERM the master passed on. The last request lacks its final
+    // CRLF, so the connection is still in use once the drain has begun.
     signal(worker.pid, "STOP");
     let resume = Resume(worker.pid);
     let stopped = wait_until(WAIT, || proc_state(worker.pid).is_some_and(|(state, _)| state == 'T'));
     assert!(stopped, "worker {worker:?} did not stop: {:?}", proc_state(worker.pid));
     let batch: String =
         (0..PIPELINED).map(|i| request(Method::Get, &format!("/{i}"), "HTTP/1.1", &[])).collect();
-    client.send(batch.as_bytes());
+    client.send(&batch.as_bytes()[..batch.len() - 2]);
     signal(server.pid(), "TERM");
     let passed_on = wait_until(WAIT, || signal_pending(worker.pid, SIGTERM));
     assert!(passed_on, "the master did not pass SIGTERM on to worker {worker:?}");
     drop(resume);
 
-    // A `Connection: close` on any response but the last would show as a
-    // close before all were read.
-    for i in 0..PIPELINED {
+    // Every answer but the last keeps the connection: any `Connection: close` before
+    // would show here, or as a close before all were read.
+    for i in 0..PIPELINED - 1 {
         let response = client.read_response(Method::Get);
         assert_eq!(response.status_line, OK, "response {i}: {response:?}");
         assert_eq!(response.body, HELLO, "response {i}: {response:?}");
+        assert_eq!(response.header("Connection"), None, "response {i}: {response:?}");
     }
+    // The idle connection closed: the drain has begun. The last answer says it closes.
+    idle.expect_eof();
+    client.send(b"\r\n");
+    let last = client.read_response(Method::Get);
+    assert_eq!((last.status_line.as_str(), &last.body[..]), (OK, HELLO), "{last:?}");
+    assert_eq!(last.header("Connection"), Some("close"), "the last answer: {last:?}");
     client.expect_eof();
     assert_eq!(server.exit_code(), 0);
     let stopped = server.stopped(1);
-    assert_eq!(stopped[0].requests, PIPELINED as u64 + 1, "{stopped:?}");
+    assert_eq!(stopped[0].requests, PIPELINED as u64 + 2, "{stopped:?}");
+}
+
+/// One worker with the shutdown timeout `seconds` and no header timeout, so that only
+/// the stop can end an unfinished request.
+fn stopping_in(seconds: &str) -> Percore {
+    let server = Percore::start(&["--workers", "1", "--shutdown-timeout", seconds, "--header-timeout", "0"]);
+    server.workers(1);
+    server
+}
+
+/// An accepted client in the middle of a request: its head lacks the final CRLF, so a
+/// graceful stop waits for the rest.
+fn unfinished_request(server: &Server) -> Client {
+    let mut client = accepted_client(server);
+    client.send(b"GET / HTTP/1.1\r\nHost: a\r\n");
+    client
 }
 
 #[test]
-fn second_sigint_stops_at_once() {
-    let mut server = Percore::start(&["--workers", "2", "--shutdown-timeout", "30"]);
-    server.workers(2);
-    let mut client = accepted_client(&server);
-    // A request without its final CRLF: a graceful stop waits for the rest.
-    client.send(b"GET / HTTP/1.1\r\nHost: a\r\n");
+fn a_first_sigint_drains_gracefully_and_a_second_stops_at_once() {
+    let mut server = stopping_in("30");
+    let mut unfinished = unfinished_request(&server);
+    let mut finishing = unfinished_request(&server);
+    let mut idle = accepted_client(&server);
 
+    // Sent once: a graceful stop closes the idle connection at once, and still answers
+    // a request in progress, telling its client to close.
     signal(server.pid(), "INT");
-    // Signals of one kind do not queue: a second SIGINT sent before the master
-    // took the first would merge with it. So repeat it until the master exits;
-    // any one after the first starts the immediate stop.
-    let mut status = None;
-    let exited = wait_until(WAIT, || {
-        status = server.wait_exit_within(Duration::from_millis(250));
-        status.is_some() || !try_signal(server.pid(), "INT")
-    });
-    assert!(exited, "the master did not exit within {WAIT:?} of repeated SIGINTs");
-    let status = status.unwrap_or_else(|| server.wait_exit(WAIT));
+    idle.expect_eof();
+    finishing.send(b"\r\n");
+    let response = finishing.read_response(Method::Get);
+    assert_hello(&response);
+    assert_eq!(response.header("Connection"), Some("close"), "{response:?}");
+    finishing.expect_eof();
+
+    // The idle connection's close shows the first SIGINT was taken, so this one is a
+    // second (two sent before the master read them would merge into one). The
+    // unfinished request keeps the worker draining until then: exiting with 130
+    // shows the master was still stopping gracefully, and well within the 30 s
+    // shutdown timeout shows the second SIGINT cut the stop short.
+    signal(server.pid(), "INT");
+    let status = server.wait_exit(WAIT);
     assert_eq!(status.code(), Some(130), "exit status {status}");
-    drop(client);
+    unfinished.expect_eof();
+}
+
+#[test]
+fn the_shutdown_timeout_closes_what_is_left_and_the_stop_is_still_graceful() {
+    let mut server = stopping_in("1");
+    let mut unfinished = unfinished_request(&server);
+    signal(server.pid(), "TERM");
+    unfinished.expect_eof();
+    // The worker closed it and stopped by itself, with its totals: had the master
+    // killed it (5 s after the timeout), the stop would be unclean, exit status 1.
+    assert_eq!(server.exit_code(), 0);
+    let stopped = server.stopped(1);
+    assert_eq!((stopped[0].connections, stopped[0].requests), (1, 1), "{stopped:?}");
 }
 
 #[test]

@@ -1,35 +1,48 @@
-//! The request parse and the hello protocol on arbitrary bytes: no panic, and a
-//! parse that completes never claims more bytes than it was given.
+//! The request parse and the hello protocol on arbitrary bytes, against two oracles:
+//! the resumable parse, fed the input in pieces, says at every piece what a fresh
+//! parse of the same bytes says; and `Hello`, given the input in two reads cut
+//! anywhere, answers exactly as it does given it whole.
 #![no_main]
 
-use std::cell::RefCell;
+use std::time::{Duration, UNIX_EPOCH};
 
 use libfuzzer_sys::fuzz_target;
-use percore::http::{parse, Hello, HelloConfig, HelloConn, Limits, Status};
-use percore::reactor::Protocol;
+use percore::http::{parse, Hello, HelloConfig, Limits, Progress, Status};
+use percore::reactor::Harness;
 
-thread_local! {
-    // Built once: building the prebuilt responses per input would dwarf the parse.
-    static HELLO: RefCell<Hello> = RefCell::new(Hello::new(&HelloConfig::default()));
-}
+// Shared with the property tests, which feed Hello the same way.
+#[path = "../../tests/util/feed.rs"]
+mod feed;
 
 fuzz_target!(|data: &[u8]| {
-    let limits = Limits { request_line: 256, head: 1024 };
-    if let Ok(Status::Complete(request)) = parse(data, &limits) {
-        assert!(request.head_len <= data.len());
-    }
-    HELLO.with_borrow_mut(|hello| serve_in_two_reads(hello, data));
+    // The first byte picks the limits (small ones are reached) and where to cut.
+    let Some((&choice, input)) = data.split_first() else { return };
+    let limits = if choice & 1 == 1 { Limits { request_line: 64, head: 256 } } else { Limits::default() };
+    let cut = usize::from(choice >> 1) * input.len() / 127;
+    resumable_agrees_with_fresh(input, &[cut, cut + (input.len() - cut) / 2, input.len()], &limits);
+    let config = HelloConfig { limits, ..HelloConfig::default() };
+    let whole = serve(&config, &[input]);
+    let split = serve(&config, &[&input[..cut], &input[cut..]]);
+    assert_eq!(split, whole, "cut at {cut}");
 });
 
-/// The first byte picks where the input is cut in two, as two reads would.
-fn serve_in_two_reads(hello: &mut Hello, data: &[u8]) {
-    let cut = data.first().map_or(0, |&b| b as usize).min(data.len());
-    let (mut conn, mut out) = (HelloConn::default(), Vec::new());
-    let verdict = hello.on_data(&mut conn, &data[..cut], &mut out);
-    assert!(verdict.consumed <= cut);
-    if verdict.keep_open {
-        let mut rest = data[verdict.consumed..cut].to_vec();
-        rest.extend_from_slice(&data[cut..]);
-        assert!(hello.on_data(&mut conn, &rest, &mut out).consumed <= rest.len());
+/// One `Progress` given `input` up to each of `ends` in turn, until it is no longer
+/// partial, against a fresh parse of the same bytes.
+fn resumable_agrees_with_fresh(input: &[u8], ends: &[usize], limits: &Limits) {
+    let mut progress = Progress::default();
+    for &end in ends {
+        let resumed = progress.parse(&input[..end], limits);
+        assert_eq!(resumed, parse(&input[..end], limits), "at {end}");
+        if resumed != Ok(Status::Partial) {
+            return;
+        }
     }
+}
+
+/// Every byte `Hello` writes given `reads` as a connection's reads, at a fixed Date,
+/// so that runs compare.
+fn serve(config: &HelloConfig, reads: &[&[u8]]) -> Vec<u8> {
+    let mut harness = Harness::new(Hello::new(config));
+    harness.tick(UNIX_EPOCH + Duration::from_secs(1_800_000_000));
+    feed::serve_in_reads(&mut harness, reads)
 }

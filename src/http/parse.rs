@@ -200,24 +200,39 @@ impl Progress {
             // The start of the empty line that may come before the request line.
             return Ok(());
         }
-        let line_len = line_start.iter().position(|&b| b == b'\n').unwrap_or(line_start.len());
-        if line_len > limits.request_line + 1 {
+        // The line as the whole head's parse will see it: without its line end, nor a
+        // CR that arrived last (an LF may follow it). Checked by the same rules, in the
+        // same order, so that a partial head is refused only as the whole one would be.
+        let line = next_line(line_start).0;
+        if !all_bytes(method_window(line, limits), is_tchar) {
+            return Err(Error::Method);
+        }
+        if line.len() > limits.request_line {
             return Err(Error::RequestLineTooLong);
         }
         if line_start.len() > limits.head {
             return Err(Error::HeadTooLarge);
         }
-        let method_len = line_start.iter().position(|&b| b == b' ').unwrap_or(line_len);
-        if !all_bytes(&line_start[..method_len], is_tchar) {
-            return Err(Error::Method);
-        }
-        self.line_checked = line_len < line_start.len();
+        self.line_checked = line_start.contains(&b'\n');
         Ok(())
     }
 }
 
+/// The bytes of a request `line` (without its line end, as [`next_line`] gives it)
+/// that the method check looks at, first of all checks: up to the line's first
+/// space, within the longest line allowed. In a partial head and a whole one alike,
+/// so that the same bytes get the same answer however they arrive (a method checked
+/// past the limit in one and not the other would make it 400 or 414 by chance).
+fn method_window<'a>(line: &'a [u8], limits: &Limits) -> &'a [u8] {
+    let line = &line[..line.len().min(limits.request_line + 1)];
+    &line[..line.iter().position(|&b| b == b' ').unwrap_or(line.len())]
+}
+
 fn parse_head<'a>(head: &'a [u8], limits: &Limits, head_len: usize) -> Result<Request<'a>, Error> {
     let (line, rest) = next_line(head);
+    if !all_bytes(method_window(line, limits), is_tchar) {
+        return Err(Error::Method);
+    }
     if line.len() > limits.request_line {
         return Err(Error::RequestLineTooLong);
     }

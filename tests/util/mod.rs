@@ -3,8 +3,11 @@
 //! - `server`: the server process guard `Server` and the example builds;
 //! - `client`: a small blocking HTTP/1.1 client and the checks on its responses;
 //! - `process`: the one runner for commands that run to completion, bounded
-//!   waits, signals, a temporary file, and the worker lines of `percore serve`;
-//! - `procfs`: what /proc says about a process.
+//!   waits, signals, a temporary file, strace attached to a process, and the
+//!   worker lines of `percore serve`;
+//! - `procfs`: what /proc says about a process and its sockets;
+//! - `feed`: a protocol fed a connection's reads as the loop does, without a socket
+//!   (the fuzz targets include it by path).
 //!
 //! Test files use the re-exports below, so they need not know which module
 //! holds what.
@@ -16,6 +19,7 @@
 use std::time::Duration;
 
 mod client;
+mod feed;
 mod process;
 mod procfs;
 mod server;
@@ -26,12 +30,15 @@ mod server;
 #[allow(unused_imports)]
 pub use self::{
     client::{connect, date_of, read_status, read_to_eof, request, Client, Method, Response},
+    feed::serve_in_reads,
     process::{
         run_capturing, run_capturing_within, run_expecting_exit, run_expecting_exit_with_env, signal,
-        stopped_lines, tool_available, try_signal, wait_until, worker_lines, Finished, StoppedLine, TempFile,
-        WorkerLine,
+        stopped_lines, tool_available, try_signal, wait_until, worker_lines, Finished, StoppedLine, Strace,
+        TempFile, WorkerLine,
     },
-    procfs::{children_of, cpus_allowed, is_running, proc_state, signal_pending, stat_fields, vm_kib},
+    procfs::{
+        children_of, cpus_allowed, is_running, proc_state, signal_pending, stat_fields, tcp_queues, vm_kib,
+    },
     server::{example_bin, percore_bin, Server},
 };
 

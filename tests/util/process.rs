@@ -236,3 +236,57 @@ pub fn tool_available(name: &str, package: &str) -> bool {
     eprintln!("skipped: {why}");
     false
 }
+
+/// `strace` attached to a running process, recording the system calls it is asked
+/// for to a file until [`finish`](Strace::finish). Killed on drop if not finished.
+pub struct Strace {
+    child: KillOnDrop,
+    output: TempFile,
+}
+
+impl Strace {
+    /// Attaches to `pid`, tracing the comma-separated system calls `calls`; returns
+    /// once strace says it is attached, so every call after that is recorded.
+    pub fn attach(pid: u32, calls: &str) -> Strace {
+        let output = TempFile::with_contents(b"");
+        let mut child = Command::new("strace")
+            .args(["-e", &format!("trace={calls}"), "-o", output.path(), "-p", &pid.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawning strace: {e}"));
+        let stderr = child.stderr.take().expect("piped");
+        let child = KillOnDrop(child);
+        // strace says `Process PID attached` on stderr; the reader stays until it exits.
+        let (tx, rx) = mpsc::channel();
+        thread::spawn(move || {
+            for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)).map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let deadline = std::time::Instant::now() + STARTUP_TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(line) if line.contains("attached") => break,
+                Ok(_) => {}
+                Err(_) => panic!("strace did not attach to {pid} within {STARTUP_TIMEOUT:?}"),
+            }
+        }
+        Strace { child, output }
+    }
+
+    /// Detaches (SIGINT, as Ctrl-C does) and returns the calls recorded, one a line
+    /// (`name(args) = result`), without strace's own notes.
+    pub fn finish(mut self) -> Vec<String> {
+        signal(self.child.0.id(), "INT");
+        let exited = wait_until(STARTUP_TIMEOUT, || self.child.0.try_wait().ok().flatten().is_some());
+        assert!(exited, "strace did not detach within {STARTUP_TIMEOUT:?}");
+        let text = std::fs::read_to_string(self.output.path()).expect("reading strace's output");
+        text.lines()
+            .filter(|line| !line.starts_with("---") && !line.starts_with("+++"))
+            .map(str::to_owned)
+            .collect()
+    }
+}

@@ -1,5 +1,8 @@
 //! What the tests learn about a process from /proc: its state and parent, its
-//! children, its CPU affinity, its memory and its pending signals.
+//! children, its CPU affinity, its memory and its pending signals; and what
+//! /proc/net/tcp says about a socket.
+
+use std::net::{IpAddr, SocketAddr};
 
 /// State letter and parent pid of `pid` from /proc/PID/stat, None if there is
 /// no such process.
@@ -55,4 +58,27 @@ pub fn vm_kib(pid: u32, field: &str) -> u64 {
     let prefix = format!("{field}:");
     let line = status.lines().find_map(|l| l.strip_prefix(&prefix)).unwrap_or_else(|| panic!("no {field}"));
     line.trim().trim_end_matches("kB").trim().parse().unwrap_or_else(|e| panic!("{field} {line:?}: {e}"))
+}
+
+/// The send and receive queues, in bytes, of the IPv4 TCP socket bound to `local`
+/// and connected to `remote`, from /proc/net/tcp: `tx` is what the socket was given
+/// and the peer has not acknowledged, `rx` what arrived and its owner has not read.
+/// None if there is no such socket.
+pub fn tcp_queues(local: SocketAddr, remote: SocketAddr) -> Option<(u64, u64)> {
+    // An IPv4 address as /proc/net/tcp writes it: the address in host byte order
+    // (little-endian here), then the port, both in hex.
+    let hex = |addr: SocketAddr| match addr.ip() {
+        IpAddr::V4(ip) => format!("{:08X}:{:04X}", u32::from_le_bytes(ip.octets()), addr.port()),
+        IpAddr::V6(_) => panic!("tcp_queues reads IPv4 sockets only, not {addr}"),
+    };
+    let (local, remote) = (hex(local), hex(remote));
+    let table = std::fs::read_to_string("/proc/net/tcp").expect("reading /proc/net/tcp");
+    table.lines().skip(1).find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.get(1) != Some(&local.as_str()) || fields.get(2) != Some(&remote.as_str()) {
+            return None;
+        }
+        let (tx, rx) = fields.get(4)?.split_once(':')?;
+        Some((u64::from_str_radix(tx, 16).ok()?, u64::from_str_radix(rx, 16).ok()?))
+    })
 }
