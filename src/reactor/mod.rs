@@ -121,6 +121,9 @@ pub struct Reactor<P: Protocol> {
     connections: Slab<Connection<P::Conn>>,
     core: Core<P>,
     events: Vec<Event>,
+    /// `events` holds a batch whose control event was reported first and whose
+    /// other events the next turn serves.
+    held: bool,
     again: Vec<Token>,
     /// Set by [`Reactor::drain`]: the graceful stop under way.
     drain: Option<Drain>,
@@ -184,6 +187,7 @@ impl<P: Protocol> Reactor<P> {
                 config,
             },
             events: Vec::with_capacity(EVENTS_PER_WAIT),
+            held: false,
             again: Vec::new(),
             drain: None,
             stats: Stats::default(),
@@ -229,23 +233,33 @@ impl<P: Protocol> Reactor<P> {
     /// looks at its clock between turns.
     pub fn turn(&mut self, max_wait: Option<Duration>) -> stdio::Result<Option<Wake>> {
         let mut events = std::mem::take(&mut self.events);
-        let waited = self.epoll.wait(&mut events, self.timeout(max_wait));
-        if let Err(e) = waited {
-            self.events = events;
-            return Err(e);
+        let held = std::mem::take(&mut self.held);
+        if !held {
+            if let Err(e) = self.epoll.wait(&mut events, self.timeout(max_wait)) {
+                self.events = events;
+                return Err(e);
+            }
         }
         let tick = self.core.clock.advance();
         if let Some(now) = tick {
             self.core.protocol.on_tick(now);
         }
-        let mut control = false;
+        if !held && events.iter().any(|event| event.token() == CONTROL) {
+            // The owner hears of its descriptor before the rest of the batch is
+            // served, which the next turn does: a stop signal takes effect before
+            // the requests that came with it are answered (they get `Connection:
+            // close`), not after.
+            self.events = events;
+            self.held = true;
+            return Ok(Some(Wake::Control));
+        }
         for event in &events {
             match event.token() {
                 LISTENER if self.drain.is_some() => self.accept_queued(),
                 LISTENER => {
                     self.accept_all();
                 }
-                CONTROL => control = true,
+                CONTROL => {}
                 token => self.on_connection_event(Token(token), event),
             }
         }
@@ -277,7 +291,7 @@ impl<P: Protocol> Reactor<P> {
         if self.drain.is_some() && self.listener.is_none() && self.connections.len() == 0 {
             return Ok(Some(Wake::Drained));
         }
-        Ok(control.then_some(Wake::Control))
+        Ok(None)
     }
 
     /// How long the next wait may last: not at all when work is queued, else until
