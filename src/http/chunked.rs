@@ -241,6 +241,7 @@ mod tests {
 
     #[test]
     fn a_size_line_is_limited() {
+        assert_eq!(MAX_SIZE_LINE, 4096, "4 KiB, as documented");
         let padding = " ".repeat(MAX_SIZE_LINE - 3);
         let longest = format!("5{padding}\r\nhello\r\n0\r\n\r\n");
         assert_eq!(frame_in_pieces(longest.as_bytes(), 7), Ok((Some(longest.len()), 7)));

@@ -124,3 +124,73 @@ impl Variants {
 pub fn http_date(now: SystemTime) -> [u8; DATE_LEN] {
     super::date::imf_fixdate(now)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reactor::{Harness, Io, Protocol, Verdict};
+    use std::time::{Duration, UNIX_EPOCH};
+
+    /// Writes one prebuilt response, whole or its head, per call.
+    struct Writes(Response, bool);
+
+    impl Protocol for Writes {
+        type Conn = ();
+        fn on_data(&mut self, _: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+            if self.1 {
+                self.0.write_head(io);
+            } else {
+                self.0.write(io);
+            }
+            Verdict::keep(input.len())
+        }
+    }
+
+    fn written(response: &Response, head_only: bool) -> Vec<u8> {
+        let mut harness = Harness::new(Writes(response.clone(), head_only));
+        harness.data(b"x");
+        harness.take_output()
+    }
+
+    /// 1994-11-06 08:49:37 UTC, RFC 9110's example date.
+    fn example_date() -> [u8; DATE_LEN] {
+        http_date(UNIX_EPOCH + Duration::from_secs(784_111_777))
+    }
+
+    #[test]
+    fn a_response_is_its_head_then_its_body_small_or_shared() {
+        for size in [5, COPIED_BODY_MAX, COPIED_BODY_MAX + 1, 100_000] {
+            let body: Arc<[u8]> = (0..size).map(|i| i as u8).collect::<Vec<_>>().into();
+            let mut response = Response::new("200 OK", "text/plain", &[("X-A", "b")], &body);
+            response.set_date(&example_date());
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nServer: percore\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n\
+                 Content-Type: text/plain\r\nContent-Length: {size}\r\nX-A: b\r\n\r\n"
+            );
+            let whole = [head.as_bytes(), &body].concat();
+            assert_eq!(written(&response, false), whole, "a {size}-byte body");
+            assert_eq!(written(&response, true), head.as_bytes(), "the head of a {size}-byte body");
+            let shared = size > COPIED_BODY_MAX;
+            assert_eq!(Arc::strong_count(&body) > 1, shared, "a {size}-byte body shared, not copied");
+        }
+    }
+
+    #[test]
+    fn set_date_rewrites_the_date_slot_alone_in_every_variant() {
+        let body: Arc<[u8]> = Arc::from(&b"hi"[..]);
+        let mut variants = Variants::new("200 OK", "text/plain", &[], &body);
+        variants.set_date(&example_date());
+        for (version, persists, connection) in [
+            (Version::Http11, Persist::KeepAlive, ""),
+            (Version::Http10, Persist::KeepAlive, "Connection: keep-alive\r\n"),
+            (Version::Http11, Persist::Close, "Connection: close\r\n"),
+        ] {
+            let expected = format!(
+                "HTTP/1.1 200 OK\r\nServer: percore\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n\
+                 Content-Type: text/plain\r\nContent-Length: 2\r\n{connection}\r\nhi"
+            );
+            let text = String::from_utf8(written(variants.pick(version, persists), false)).expect("text");
+            assert_eq!(text, expected, "{version:?} {persists:?}");
+        }
+    }
+}

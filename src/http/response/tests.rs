@@ -117,6 +117,8 @@ fn valid_cases() -> Vec<Case> {
             .text("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\nxyz")
             .at_eof(),
         case("empty reason", 404, KEEP, Length(0)).text("HTTP/1.1 404 \r\nContent-Length: 0\r\n\r\n"),
+        case("every digit of the status", 429, KEEP, Length(0))
+            .text("HTTP/1.1 429 Too Many Requests\r\nContent-Length: 0\r\n\r\n"),
         case("no SP before empty reason", 503, KEEP, Length(0))
             .text("HTTP/1.1 503\r\nContent-Length: 0\r\n\r\n"),
         case("later 1.x minor", 200, KEEP, Length(0)).text("HTTP/1.2 200 OK\r\nContent-Length: 0\r\n\r\n"),
@@ -255,6 +257,8 @@ fn errors() {
         ("chunk size overflow, partial", format!("{chunked}fffffffffffffffff"), Chunk),
         ("chunk ext without ;", format!("{chunked}5 x\r\nhello\r\n0\r\n\r\n"), Chunk),
         ("CR in chunk ext", format!("{chunked}5;a\rb\r\nhello\r\n0\r\n\r\n"), Chunk),
+        ("control byte in chunk ext", format!("{chunked}5;a=\x01\r\nhello\r\n0\r\n\r\n"), Chunk),
+        ("DEL in chunk ext", format!("{chunked}5;a\x7f\r\nhello\r\n0\r\n\r\n"), Chunk),
         ("chunk data too long", format!("{chunked}5\r\nhello!\r\n0\r\n\r\n"), Chunk),
         ("chunk data, CR without LF", format!("{chunked}5\r\nhello\rx"), Chunk),
         ("bad trailer", format!("{chunked}0\r\nno colon\r\n\r\n"), Header),
@@ -288,6 +292,7 @@ fn errors() {
 
 #[test]
 fn a_head_of_64_kib_is_accepted() {
+    assert_eq!(MAX_HEAD, 65_536, "64 KiB, as documented");
     let start = "HTTP/1.1 200 OK\r\nX: ";
     let end = "\r\nContent-Length: 0\r\n\r\n";
     let text = format!("{start}{}{end}", "a".repeat(MAX_HEAD - start.len() - end.len()));
