@@ -2,12 +2,13 @@
 //!
 //! - `server`: the server process guard `Server` and the example builds;
 //! - `client`: a small blocking HTTP/1.1 client and the checks on its responses;
-//! - `process`: the one runner for commands that run to completion, bounded
-//!   waits, signals, a temporary file, strace attached to a process, and the
-//!   worker lines of `percore serve`;
+//! - `process`: the one runner for commands that run to completion (or are
+//!   watched while they run), bounded waits, signals, a temporary file, strace
+//!   attached to a process, and the worker lines of `percore serve`;
 //! - `procfs`: what /proc says about a process and its sockets;
 //! - `feed`: a protocol fed a connection's reads as the loop does, without a socket
-//!   (the fuzz targets include it by path).
+//!   (the fuzz targets include it by path);
+//! - `scripted`: a server written in the test, for a client under test.
 //!
 //! Test files use the re-exports below, so they need not know which module
 //! holds what.
@@ -22,6 +23,7 @@ mod client;
 mod feed;
 mod process;
 mod procfs;
+mod scripted;
 mod server;
 
 // Each test file uses its own subset of these, like the items behind them (see
@@ -33,12 +35,13 @@ pub use self::{
     feed::serve_in_reads,
     process::{
         run_capturing, run_capturing_within, run_expecting_exit, run_expecting_exit_with_env, signal,
-        stopped_lines, tool_available, try_signal, wait_until, worker_lines, Finished, StoppedLine, Strace,
-        TempFile, WorkerLine,
+        stopped_lines, tool_available, try_signal, wait_until, worker_lines, Finished, Running, StoppedLine,
+        Strace, TempFile, WorkerLine,
     },
     procfs::{
         children_of, cpus_allowed, is_running, proc_state, signal_pending, stat_fields, tcp_queues, vm_kib,
     },
+    scripted::ScriptedServer,
     server::{example_bin, percore_bin, Server},
 };
 

@@ -78,31 +78,61 @@ pub fn run_capturing_within(program: &Path, args: &[&str], timeout: Duration) ->
 
 /// Runs `cmd` to completion within `timeout`, capturing stdout and stderr; panics
 /// (after killing it) if it does not exit in time. The one runner behind the others.
-fn run_command(mut cmd: Command, timeout: Duration) -> Finished {
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawning {cmd:?}: {e}"));
-    let (stdout, stderr) = (child.stdout.take().expect("piped"), child.stderr.take().expect("piped"));
-    let mut child = KillOnDrop(child);
-    // Each pipe reaching EOF is how we learn, without polling, that the
-    // process has exited; both are drained so neither can fill and block it.
-    let drain = |mut pipe: Box<dyn Read + Send>| {
-        let (tx, rx) = mpsc::channel();
-        thread::spawn(move || {
-            let mut text = String::new();
-            let _ = pipe.read_to_string(&mut text);
-            let _ = tx.send(text);
-        });
-        rx
-    };
-    let (out_rx, err_rx) = (drain(Box::new(stdout)), drain(Box::new(stderr)));
-    let deadline = std::time::Instant::now() + timeout;
-    let collect = |rx: mpsc::Receiver<String>| {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        rx.recv_timeout(left).unwrap_or_else(|_| panic!("{cmd:?} did not exit within {timeout:?}"))
-    };
-    let (stdout, stderr) = (collect(out_rx), collect(err_rx));
-    let status = child.0.wait().expect("waiting for child");
-    Finished { status, stdout, stderr }
+fn run_command(cmd: Command, timeout: Duration) -> Finished {
+    Running::spawn(cmd).finish_within(timeout)
+}
+
+/// A process started with its output captured, to be signalled or watched in /proc
+/// while it runs, then waited for; killed if dropped first.
+pub struct Running {
+    child: KillOnDrop,
+    stdout: mpsc::Receiver<String>,
+    stderr: mpsc::Receiver<String>,
+}
+
+impl Running {
+    /// Starts `program args`, stdin closed, stdout and stderr captured.
+    pub fn start(program: &Path, args: &[&str]) -> Running {
+        let mut cmd = Command::new(program);
+        cmd.args(args);
+        Running::spawn(cmd)
+    }
+
+    fn spawn(mut cmd: Command) -> Running {
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawning {cmd:?}: {e}"));
+        let (stdout, stderr) = (child.stdout.take().expect("piped"), child.stderr.take().expect("piped"));
+        // Each pipe reaching EOF is how we learn, without polling, that the
+        // process has exited; both are drained so neither can fill and block it.
+        let drain = |mut pipe: Box<dyn Read + Send>| {
+            let (tx, rx) = mpsc::channel();
+            thread::spawn(move || {
+                let mut text = String::new();
+                let _ = pipe.read_to_string(&mut text);
+                let _ = tx.send(text);
+            });
+            rx
+        };
+        Running { child: KillOnDrop(child), stdout: drain(Box::new(stdout)), stderr: drain(Box::new(stderr)) }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.0.id()
+    }
+
+    /// Waits for the exit within `timeout`; panics (after killing it) if it does
+    /// not exit in time.
+    pub fn finish_within(mut self, timeout: Duration) -> Finished {
+        let deadline = std::time::Instant::now() + timeout;
+        let pid = self.pid();
+        let collect = |rx: &mpsc::Receiver<String>| {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            rx.recv_timeout(left).unwrap_or_else(|_| panic!("process {pid} did not exit within {timeout:?}"))
+        };
+        let (stdout, stderr) = (collect(&self.stdout), collect(&self.stderr));
+        let status = self.child.0.wait().expect("waiting for child");
+        Finished { status, stdout, stderr }
+    }
 }
 
 /// A file in the temporary directory, with a name no other test or run takes,
