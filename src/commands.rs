@@ -1,9 +1,13 @@
 //! The command line.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use percore::cli::{CpuList, ServerArgs};
+
+use crate::bench::args;
+use crate::bench::Target;
 
 /// percore: a per-core HTTP/1.1 hello server on an edge-triggered epoll loop.
 #[derive(Debug, Parser)]
@@ -27,16 +31,17 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// The URL to load: http://HOST[:PORT][/PATH]
-    pub url: String,
+    /// The URL to load: http://HOST[:PORT][/PATH][?QUERY]
+    #[arg(value_parser = args::target)]
+    pub url: Target,
 
     /// Connections open at once, over all threads.
-    #[arg(short = 'c', long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(short = 'c', long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=args::MAX_CONNECTIONS))]
     pub connections: u64,
 
-    /// How long to run: 10s, 1m, 500ms [default: 10s unless -n is given].
-    #[arg(short = 'd', long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "requests")]
-    pub duration: Option<std::time::Duration>,
+    /// How long to run: 10s, 1m, 500ms, 1.5 (seconds) [default: 10s unless -n is given].
+    #[arg(short = 'd', long, value_name = "DURATION", value_parser = args::run_time, conflicts_with = "requests")]
+    pub duration: Option<Duration>,
 
     /// Stop after this many requests.
     #[arg(short = 'n', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
@@ -44,7 +49,7 @@ pub struct BenchArgs {
 
     /// Threads, each one pinned loop [default: one per CPU of --cpus, or of the
     /// CPUs this process may run on].
-    #[arg(short = 't', long, value_name = "N")]
+    #[arg(short = 't', long, value_name = "N", value_parser = args::threads)]
     pub threads: Option<usize>,
 
     /// CPUs for the threads, in taskset's syntax.
@@ -55,30 +60,43 @@ pub struct BenchArgs {
     #[arg(long)]
     pub no_pin: bool,
 
-    /// Requests in flight per connection (HTTP pipelining).
-    #[arg(long, value_name = "DEPTH", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Requests in flight per connection (HTTP pipelining), 1 to 1,000,000.
+    #[arg(long, value_name = "DEPTH", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=args::MAX_PIPELINE))]
     pub pipeline: u64,
 
     /// A new connection per request, HTTP/1.0 without keep-alive (as ab without -k).
     #[arg(long, conflicts_with = "pipeline")]
     pub close: bool,
 
-    /// A fixed total rate, requests per second; each latency counts from when its
-    /// request was due, so a stalled server shows in the tail.
-    #[arg(long, value_name = "R", value_parser = parse_rate, conflicts_with = "pipeline")]
+    /// A fixed total rate, requests per second (0.01 to 1e9); each latency counts from
+    /// when its request was due, so a stalled server shows in the tail.
+    #[arg(long, value_name = "R", value_parser = args::rate, conflicts_with = "pipeline")]
     pub rate: Option<f64>,
 
     /// An extra request header, 'Name: value' (repeatable).
-    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    #[arg(short = 'H', long = "header", value_name = "HEADER", value_parser = args::header)]
     pub headers: Vec<String>,
 
-    /// Request method.
-    #[arg(long, default_value = "GET")]
-    pub method: String,
+    /// Request method [default: GET, or POST with a body].
+    #[arg(short = 'm', long, value_name = "METHOD", value_parser = args::method)]
+    pub method: Option<String>,
 
-    /// Seconds a request may wait for its response before it counts as a timeout.
-    #[arg(long, value_name = "SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
-    pub timeout: u64,
+    /// Request body.
+    #[arg(short = 'b', long, value_name = "TEXT", conflicts_with = "body_file")]
+    pub body: Option<String>,
+
+    /// Read the request body from this file, once, at start.
+    #[arg(long, value_name = "PATH")]
+    pub body_file: Option<PathBuf>,
+
+    /// Content-Type of the request body.
+    #[arg(short = 'T', long, value_name = "TYPE", value_parser = args::header_value)]
+    pub content_type: Option<String>,
+
+    /// How long a request may wait for its response before it counts as a timeout:
+    /// 2s, 1.5 (seconds), 500ms; 1ms to 1h.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = args::timeout)]
+    pub timeout: Duration,
 
     /// Print the report as one JSON object.
     #[arg(long)]
@@ -86,7 +104,7 @@ pub struct BenchArgs {
 }
 
 /// `10s`, `1m`, `500ms`, `2h`, or a number of seconds; more than zero.
-fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     let bad = || format!("{text:?} is not a duration (such as 10s, 1m or 500ms)");
     let split = text.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
@@ -99,13 +117,6 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
         _ => return Err(bad()),
     };
     std::time::Duration::try_from_secs_f64(seconds).ok().filter(|d| !d.is_zero()).ok_or_else(bad)
-}
-
-fn parse_rate(text: &str) -> Result<f64, String> {
-    text.parse::<f64>()
-        .ok()
-        .filter(|rate| rate.is_finite() && *rate > 0.0)
-        .ok_or_else(|| format!("{text:?} is not a positive rate in requests per second"))
 }
 
 #[derive(Debug, Args)]

@@ -6,6 +6,7 @@ use std::io;
 use std::time::{Duration, Instant};
 
 use super::report::Report;
+use super::target::Request;
 use percore::http::{Framed, Method, ResponseReader, Stream};
 use percore::reactor::{Closed, ConnId, Flow, Io, Protocol, Verdict};
 
@@ -13,7 +14,7 @@ use percore::reactor::{Closed, ConnId, Flow, Io, Protocol, Verdict};
 #[derive(Clone, Debug)]
 pub struct Plan {
     /// The request, prebuilt.
-    pub request: Vec<u8>,
+    pub request: Request,
     /// The method is HEAD: responses have no body.
     pub head: bool,
     /// Requests in flight per connection (keep-alive mode).
@@ -97,7 +98,7 @@ impl Load {
     /// Sends one request, due at `due`, and sets the connection's timer for its
     /// response.
     fn send(&mut self, conn: &mut LoadConn, due: Instant, io: &mut Io<'_>) {
-        io.write(&self.plan.request);
+        self.plan.request.write_to(io);
         conn.in_flight += 1;
         conn.sent_at = Some(due);
         self.budget -= 1;

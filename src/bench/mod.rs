@@ -2,6 +2,7 @@
 //! public API alone (this is the binary's code): the run, the load protocol, the
 //! report.
 
+pub mod args;
 mod load;
 mod report;
 mod run;
@@ -9,31 +10,17 @@ mod target;
 
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use run::{BenchOptions, Live, Stop};
-use target::Target;
+pub use target::Target;
+use target::{names, RequestSpec};
 
 use crate::commands::BenchArgs;
 
 pub fn run(args: BenchArgs) -> Result<(), String> {
-    let stop = match (args.requests, args.duration) {
-        (Some(n), _) => Stop::Requests(n),
-        (None, duration) => Stop::After(duration.unwrap_or(Duration::from_secs(10))),
-    };
-    let options = BenchOptions {
-        target: Target::parse(&args.url)?,
-        connections: crate::size(args.connections),
-        stop,
-        cpus: percore::cli::plan_or_exit(args.cpus.as_ref(), args.threads),
-        pin: !args.no_pin,
-        pipeline: crate::size(args.pipeline),
-        close: args.close,
-        rate: args.rate,
-        method: args.method,
-        headers: args.headers,
-        timeout: Duration::from_secs(args.timeout),
-    };
+    let options = options(&args);
     let live = Live::default();
     let report = std::thread::scope(|scope| {
         let run = scope.spawn(|| run::run(&options, &live));
@@ -48,6 +35,58 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         print!("{}", report.to_text());
     }
     Ok(())
+}
+
+/// The run the command line asks for; exits with status 2 for what clap cannot
+/// check alone.
+fn options(args: &BenchArgs) -> BenchOptions {
+    let target = args.url.clone();
+    let body: Option<Arc<[u8]>> = match (&args.body, &args.body_file) {
+        (Some(text), _) => Some(Arc::from(text.as_bytes())),
+        (None, Some(path)) => match std::fs::read(path) {
+            Ok(bytes) => Some(Arc::from(bytes)),
+            Err(e) => usage(&format!("cannot read --body-file {}: {e}", path.display())),
+        },
+        (None, None) => None,
+    };
+    let framing = ["content-length", "transfer-encoding"];
+    if body.is_some() && args.headers.iter().any(|h| framing.iter().any(|name| names(h, name))) {
+        usage("-H Content-Length or Transfer-Encoding with a body: percore bench frames the body itself");
+    }
+    if args.content_type.is_some() && args.headers.iter().any(|h| names(h, "content-type")) {
+        usage("both -T and -H Content-Type: give one");
+    }
+    // POST when a body is given, as oha and hey do.
+    let method =
+        args.method.clone().unwrap_or_else(|| if body.is_some() { "POST" } else { "GET" }.to_string());
+    let spec = RequestSpec {
+        method: &method,
+        headers: &args.headers,
+        body: body.as_ref(),
+        content_type: args.content_type.as_deref(),
+        close: args.close,
+    };
+    BenchOptions {
+        request: target.request(&spec),
+        target,
+        connections: crate::size(args.connections),
+        stop: match (args.requests, args.duration) {
+            (Some(n), _) => Stop::Requests(n),
+            (None, duration) => Stop::After(duration.unwrap_or(Duration::from_secs(10))),
+        },
+        cpus: percore::cli::plan_or_exit(args.cpus.as_ref(), args.threads),
+        pin: !args.no_pin,
+        pipeline: crate::size(args.pipeline),
+        close: args.close,
+        rate: args.rate,
+        method,
+        timeout: args.timeout,
+    }
+}
+
+/// A usage error: clap's message and its exit status, 2.
+fn usage(message: &str) -> ! {
+    clap::Error::raw(clap::error::ErrorKind::ArgumentConflict, format!("{message}\n")).exit()
 }
 
 /// Rewrites one line once a second with the rate and errors so far; clears it at

@@ -11,7 +11,7 @@ use percore::reactor::{Config, Reactor};
 
 use super::load::{Load, Plan, Schedule};
 use super::report::Report;
-use super::target::Target;
+use super::target::{Request, Target};
 
 /// When a run ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,8 +44,8 @@ pub struct BenchOptions {
     pub rate: Option<f64>,
     /// Request method.
     pub method: String,
-    /// Extra request header lines, `Name: value`.
-    pub headers: Vec<String>,
+    /// The request, built once.
+    pub request: Request,
     /// How long a request may wait for its response.
     pub timeout: Duration,
 }
@@ -64,9 +64,8 @@ pub struct Live {
 pub fn run(options: &BenchOptions, live: &Live) -> Result<Report, String> {
     let addr = options.target.resolve()?;
     let probe_timeout = options.timeout.min(Duration::from_secs(5));
-    TcpStream::connect_timeout(&addr, probe_timeout).map_err(|e| {
-        format!("cannot connect to {}:{} ({addr}): {e}", options.target.host, options.target.port)
-    })?;
+    TcpStream::connect_timeout(&addr, probe_timeout)
+        .map_err(|e| format!("cannot connect to {} ({addr}): {e}", options.target.as_str()))?;
     let threads = options.cpus.len().clamp(1, options.connections.max(1));
     let start = Instant::now();
     let reports = std::thread::scope(|scope| {
@@ -115,7 +114,7 @@ impl Job {
             }
         });
         let plan = Plan {
-            request: options.target.request(&options.method, &options.headers, options.close),
+            request: options.request.clone(),
             head: options.method.eq_ignore_ascii_case("HEAD"),
             pipeline: options.pipeline.max(1),
             close: options.close,

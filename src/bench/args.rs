@@ -1,0 +1,141 @@
+//! The values of `percore bench`'s options, each checked as it is parsed: a value
+//! that would overflow, panic or make no sense later is a usage error now (exit
+//! status 2), with the range it must be in.
+
+use std::time::Duration;
+
+use super::target::Target;
+use crate::commands::parse_duration;
+
+/// Connections over all threads: well past any machine's descriptors, and a bound
+/// on the loop that opens them.
+pub const MAX_CONNECTIONS: u64 = 1_000_000;
+/// Requests in flight per connection: a count (u32) and a connection's output
+/// (some 40 MB of requests) that stay in bounds, far deeper than a benchmark needs
+/// (a test fills the socket buffers with 300,000).
+pub const MAX_PIPELINE: u64 = 1_000_000;
+/// Load threads: a thread per CPU of the largest machines.
+const MAX_THREADS: usize = 1024;
+/// The longest run: a year (a longer one is a typo).
+const MAX_RUN: Duration = Duration::from_secs(366 * 24 * 3600);
+const MIN_TIMEOUT: Duration = Duration::from_millis(1);
+const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
+/// Requests per second: one every 100 s, to far past what one machine sends.
+const MIN_RATE: f64 = 0.01;
+const MAX_RATE: f64 = 1e9;
+
+pub fn target(text: &str) -> Result<Target, String> {
+    Target::parse(text)
+}
+
+/// `-d`: a duration, 1 ms to a year.
+pub fn run_time(text: &str) -> Result<Duration, String> {
+    duration_within(text, MIN_TIMEOUT, MAX_RUN, "1ms to 366 days")
+}
+
+/// `--timeout`: a duration, 1 ms to an hour; a bare number is seconds.
+pub fn timeout(text: &str) -> Result<Duration, String> {
+    duration_within(text, MIN_TIMEOUT, MAX_TIMEOUT, "1ms to 1h")
+}
+
+fn duration_within(text: &str, min: Duration, max: Duration, range: &str) -> Result<Duration, String> {
+    let duration = parse_duration(text)?;
+    if (min..=max).contains(&duration) {
+        Ok(duration)
+    } else {
+        Err(format!("{text:?} is outside {range}"))
+    }
+}
+
+pub fn threads(text: &str) -> Result<usize, String> {
+    text.parse()
+        .ok()
+        .filter(|n| (1..=MAX_THREADS).contains(n))
+        .ok_or_else(|| format!("{text:?} is not 1 to {MAX_THREADS}"))
+}
+
+pub fn rate(text: &str) -> Result<f64, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|rate| (MIN_RATE..=MAX_RATE).contains(rate))
+        .ok_or_else(|| format!("{text:?} is not a rate of {MIN_RATE} to {MAX_RATE:e} requests per second"))
+}
+
+/// `-H`: `Name: value`, the name a token, the value without control bytes (a CR or
+/// LF would end the head early, or smuggle a header in).
+pub fn header(text: &str) -> Result<String, String> {
+    let (name, value) =
+        text.split_once(':').ok_or_else(|| format!("{text:?} is not a header 'Name: value'"))?;
+    if !is_token(name.trim_end()) {
+        return Err(format!("{text:?}: {:?} is not a header name", name.trim_end()));
+    }
+    header_value(value)?;
+    Ok(text.to_string())
+}
+
+/// A header value: visible characters, spaces and tabs (RFC 9110, 5.5).
+pub fn header_value(text: &str) -> Result<String, String> {
+    if text.chars().any(|c| c.is_control() && c != '\t') {
+        return Err(format!("{text:?} has a control character, which a header value may not hold"));
+    }
+    Ok(text.to_string())
+}
+
+/// `--method`: a token (RFC 9110, 9.1), as given (methods are case-sensitive).
+pub fn method(text: &str) -> Result<String, String> {
+    if is_token(text) {
+        Ok(text.to_string())
+    } else {
+        Err(format!("{text:?} is not a method (a token, such as GET or POST)"))
+    }
+}
+
+/// `tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" /
+/// "`" / "|" / "~" / DIGIT / ALPHA`; a token is one or more of them.
+fn is_token(text: &str) -> bool {
+    !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_out_of_range_are_refused_not_panicked_on() {
+        for bad in ["1e-300", "0", "-5", "nan", "inf", "1e300", "0.001"] {
+            assert!(rate(bad).is_err(), "--rate {bad}");
+        }
+        assert_eq!(rate("50000"), Ok(50000.0));
+        assert_eq!(rate("0.5"), Ok(0.5));
+        for bad in ["0", "1025", "-1", "x", "99999999999999999999"] {
+            assert!(threads(bad).is_err(), "-t {bad}");
+        }
+        for bad in ["0", "0.0001ms", "2h", "1e3", "x", "99999999999999999999h", "-1"] {
+            assert!(timeout(bad).is_err(), "--timeout {bad}");
+        }
+        for bad in ["0", "400d", "367d", "9999999h"] {
+            assert!(run_time(bad).is_err(), "-d {bad}");
+        }
+    }
+
+    #[test]
+    fn timeouts_may_be_fractional() {
+        let cases = [("2s", 2000), ("1.5", 1500), ("500ms", 500), ("10", 10_000), ("1m", 60_000)];
+        for (text, millis) in cases {
+            assert_eq!(timeout(text), Ok(Duration::from_millis(millis)), "{text}");
+        }
+    }
+
+    #[test]
+    fn headers_and_methods_cannot_smuggle_anything() {
+        assert!(header("X-A: 1").is_ok());
+        assert!(header("X-Empty:").is_ok());
+        for bad in ["X-A 1", ": v", "X A: 1", "X-A: 1\r\nX-B: 2", "X-A: \n", "X-A: a\0"] {
+            assert!(header(bad).is_err(), "{bad:?}");
+        }
+        assert!(method("PATCH").is_ok());
+        for bad in ["", "GET /", "GET\r\n", "G\u{e9}T"] {
+            assert!(method(bad).is_err(), "{bad:?}");
+        }
+    }
+}

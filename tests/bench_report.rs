@@ -1,0 +1,139 @@
+//! What `percore bench` sends: request bodies and the URL as they go on the wire,
+//! and the option values it refuses as usage errors.
+
+mod util;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use util::{percore_bin, run_capturing_within, Finished, ScriptedServer, TempFile};
+
+/// Bound on a whole bench run: the runs here take at most a few seconds, but a
+/// loaded 2-core CI machine may be much slower than that.
+const BENCH_TIMEOUT: Duration = Duration::from_secs(30);
+
+fn bench(args: &[&str]) -> Finished {
+    run_capturing_within(&percore_bin(), &[&["bench"], args].concat(), BENCH_TIMEOUT)
+}
+
+/// `percore bench ARGS --json`, which must exit with `status`, and its report.
+fn bench_json_exiting(args: &[&str], status: i32) -> Value {
+    let all = [args, &["--json"]].concat();
+    let run = bench(&all);
+    assert_eq!(run.status.code(), Some(status), "bench {all:?}: {}; stderr:\n{}", run.status, run.stderr);
+    serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("bench {all:?}: no JSON ({e}):\n{}", run.stdout))
+}
+
+fn count(report: &Value, pointer: &str) -> u64 {
+    report.pointer(pointer).and_then(Value::as_u64).unwrap_or_else(|| panic!("no {pointer} in:\n{report:#}"))
+}
+
+/// A server whose connections answer each request head (up to its blank line) with
+/// the next of `answers`, in turn, or never if there are none; every byte received
+/// is kept in the returned buffer (the first 64 KiB).
+fn answering(answers: &'static [&'static [u8]]) -> (ScriptedServer, Arc<Mutex<Vec<u8>>>) {
+    let received = Arc::new(Mutex::new(Vec::new()));
+    let kept = Arc::clone(&received);
+    let server = ScriptedServer::start(move |mut stream: TcpStream| {
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+        let (mut buf, mut pending, mut answered) = ([0u8; 4096], Vec::new(), 0);
+        while let Ok(n @ 1..) = stream.read(&mut buf) {
+            if let Ok(mut kept) = kept.lock() {
+                let room = (64 * 1024usize).saturating_sub(kept.len()).min(n);
+                kept.extend_from_slice(&buf[..room]);
+            }
+            // A body (one test's POST, alone on its connection) has no blank line.
+            pending.extend_from_slice(&buf[..n]);
+            while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                pending.drain(..end + 4);
+                let Some(answer) = answers.get(answered % answers.len().max(1)) else { continue };
+                answered += 1;
+                if stream.write_all(answer).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    (server, received)
+}
+
+const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+
+// ---------------------------------------------------------------------------
+// What goes on the wire: bodies, the URL.
+
+/// Runs one request against a server answering 200 and returns what it received.
+fn one_request(url_tail: &str, args: &[&str]) -> String {
+    let (server, received) = answering(&[OK]);
+    let url = format!("http://{}{url_tail}", server.addr());
+    bench_json_exiting(&[&[url.as_str(), "-n", "1", "-c", "1", "-t", "1"], args].concat(), 0);
+    drop(server);
+    let bytes = received.lock().map(|r| r.clone()).unwrap_or_default();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+#[test]
+fn a_body_goes_with_its_length_and_type_and_makes_the_method_post() {
+    let request = one_request("/submit", &["-b", "hello", "-T", "text/plain"]);
+    assert!(request.starts_with("POST /submit HTTP/1.1\r\n"), "{request:?}");
+    assert!(request.contains("\r\nContent-Type: text/plain\r\n"), "{request:?}");
+    assert!(request.ends_with("\r\nContent-Length: 5\r\n\r\nhello"), "{request:?}");
+    let file = TempFile::with_contents(b"{\"a\":1}");
+    let request = one_request("/", &["--body-file", file.path(), "-m", "PUT"]);
+    assert!(request.starts_with("PUT / HTTP/1.1\r\n"), "{request:?}");
+    assert!(request.ends_with("\r\nContent-Length: 7\r\n\r\n{\"a\":1}"), "{request:?}");
+}
+
+#[test]
+fn the_url_is_parsed_as_a_browser_would() {
+    // A fragment stays with the client; a space is percent-encoded.
+    let request = one_request("/a b?q=1#frag", &[]);
+    assert!(request.starts_with("GET /a%20b?q=1 HTTP/1.1\r\nHost: 127.0.0.1:"), "{request:?}");
+    // Credentials are not taken for the host: refused, as a usage error.
+    let run = bench(&["http://user@127.0.0.1:9/", "-n", "1"]);
+    assert_eq!(run.status.code(), Some(2), "stderr:\n{}", run.stderr);
+    assert!(run.stderr.contains("user and password"), "stderr:\n{}", run.stderr);
+}
+
+// ---------------------------------------------------------------------------
+// Options checked at parse.
+
+#[test]
+fn timeouts_take_fractions_and_units() {
+    for timeout in ["1.5", "500ms", "2s"] {
+        let (server, _) = answering(&[]);
+        let report = bench_json_exiting(&[&server.url(), "-n", "1", "-t", "1", "--timeout", timeout], 0);
+        assert_eq!(count(&report, "/errors/timeout"), 1, "--timeout {timeout}: {report:#}");
+    }
+}
+
+#[test]
+fn out_of_range_numbers_and_unsafe_values_are_usage_errors_not_panics() {
+    // Parsing fails before any connection, so nothing needs to listen here.
+    let target = "http://127.0.0.1:9/";
+    let cases: [&[&str]; 14] = [
+        &["--rate", "1e-300"],
+        &["--rate", "nan"],
+        &["--rate", "0"],
+        &["-t", "0"],
+        &["-t", "100000000000"],
+        &["-c", "0"],
+        &["-c", "100000000000"],
+        &["--pipeline", "0"],
+        &["--pipeline", "10000000"],
+        &["--timeout", "0"],
+        &["--timeout", "1e9"],
+        &["-d", "0s"],
+        &["-H", "X: a\r\nY: b"],
+        &["-m", "GET /"],
+    ];
+    for args in cases {
+        let all = [&[target], args].concat();
+        let run = bench(&all);
+        assert_eq!(run.status.code(), Some(2), "bench {all:?}: {}; stderr:\n{}", run.status, run.stderr);
+    }
+}
