@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand};
 use percore::cli::{CpuList, ServerArgs};
 
 use crate::bench::args;
-use crate::bench::Target;
+use crate::bench::{FailOn, Target};
 
 /// percore: a per-core HTTP/1.1 hello server on an edge-triggered epoll loop.
 #[derive(Debug, Parser)]
@@ -98,9 +98,22 @@ pub struct BenchArgs {
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = args::timeout)]
     pub timeout: Duration,
 
+    #[command(flatten)]
+    pub report: ReportArgs,
+}
+
+/// How a report is given.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
     /// Print the report as one JSON object.
     #[arg(long)]
     pub json: bool,
+
+    /// What makes the exit status 1: any error or any response that is not 2xx or
+    /// 3xx (any), only errors (errors: connect, read, write, timeout, parse), or
+    /// nothing (never).
+    #[arg(long, value_name = "WHAT", default_value = "any")]
+    pub fail_on: FailOn,
 }
 
 /// `10s`, `1m`, `500ms`, `2h`, or a number of seconds; more than zero.

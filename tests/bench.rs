@@ -1,18 +1,22 @@
 //! `percore bench`, the load generator: counts against a running percore in
 //! every mode, how it counts odd responses of a small canned server defined
-//! here, a fixed rate, both report formats, and its errors.
+//! here, a fixed rate, both report formats, and its errors. What the report says
+//! and the options are in bench_report.rs; servers that attack it in
+//! bench_hostile.rs; Ctrl-C, the interval log and its merge in bench_runs.rs.
 
 mod util;
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use util::{percore_bin, run_capturing_within, signal, stopped_lines, Finished, Server, WAIT};
+use util::{
+    percore_bin, run_capturing_within, signal, stopped_lines, Finished, ScriptedServer, Server, WAIT,
+};
 
 /// Bound on a whole bench run: the runs here take at most a few seconds, but a
 /// loaded 2-core CI machine may be much slower than that.
@@ -32,7 +36,7 @@ const JSON_FIELDS: [&str; 16] = [
     "/requests_per_sec",
     "/bytes_read",
     "/bytes_per_sec",
-    "/non_2xx",
+    "/non_2xx_3xx",
     "/errors/connect",
     "/errors/read",
     "/errors/write",
@@ -66,14 +70,19 @@ fn bench_within(args: &[&str], timeout: Duration) -> Finished {
     run_capturing_within(&percore_bin(), &all, timeout)
 }
 
-/// `percore bench ARGS --json`, which must succeed, and its parsed report.
-fn bench_json(args: &[&str]) -> Value {
+/// `percore bench ARGS --json`, which must exit with `status`, and its report.
+fn bench_json_exiting(args: &[&str], status: i32) -> Value {
     let mut all = args.to_vec();
     all.push("--json");
     let run = bench(&all);
-    assert!(run.status.success(), "bench {all:?} failed ({}); stderr:\n{}", run.status, run.stderr);
+    assert_eq!(run.status.code(), Some(status), "bench {all:?}: {}; stderr:\n{}", run.status, run.stderr);
     serde_json::from_str(&run.stdout)
         .unwrap_or_else(|e| panic!("bench {all:?} printed no JSON object ({e}):\n{}", run.stdout))
+}
+
+/// `percore bench ARGS --json`, which must succeed, and its parsed report.
+fn bench_json(args: &[&str]) -> Value {
+    bench_json_exiting(args, 0)
 }
 
 /// The non-negative integer at `pointer` in a JSON report.
@@ -96,26 +105,6 @@ fn percore() -> Server {
 
 // ---------------------------------------------------------------------------
 // A canned server: answers every request head with the same bytes.
-
-/// Stops the accept loop when dropped. Connection threads end by themselves
-/// when bench closes its connections (or after [`CANNED_READ_TIMEOUT`]).
-struct CannedServer {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    acceptor: Option<JoinHandle<()>>,
-}
-
-impl Drop for CannedServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // Wakes the blocking accept so that the loop sees the flag and exits,
-        // dropping the listener.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(5));
-        if let Some(acceptor) = self.acceptor.take() {
-            let _ = acceptor.join();
-        }
-    }
-}
 
 /// How a [`canned_server`] connection answers.
 #[derive(Clone)]
@@ -167,31 +156,21 @@ impl Stall {
 }
 
 /// A server on an ephemeral loopback port whose connections answer as `canned` says.
-fn canned_server(canned: Canned) -> CannedServer {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("binding a loopback listener");
-    let addr = listener.local_addr().unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = Arc::clone(&stop);
-    let acceptor = thread::spawn(move || {
-        for stream in listener.incoming() {
-            // An accept error is not expected on loopback; stopping rather than
-            // retrying cannot spin.
-            let Ok(stream) = stream else { break };
-            if flag.load(Ordering::SeqCst) {
-                break;
-            }
-            let canned = canned.clone();
-            thread::spawn(move || answer_requests(stream, &canned));
-        }
-    });
-    CannedServer { addr, stop, acceptor: Some(acceptor) }
+/// Connection threads end by themselves when bench closes its connections (or
+/// after [`CANNED_READ_TIMEOUT`]).
+fn canned_server(canned: Canned) -> ScriptedServer {
+    ScriptedServer::start(move |stream| answer_requests(stream, &canned))
 }
 
 /// `percore bench URL ARGS --json` against a [`canned_server`] answering as `canned` says.
 fn bench_canned(canned: Canned, args: &[&str]) -> Value {
+    bench_canned_exiting(canned, args, 0)
+}
+
+/// As [`bench_canned`], for a run that must exit with `status`.
+fn bench_canned_exiting(canned: Canned, args: &[&str], status: i32) -> Value {
     let server = canned_server(canned);
-    let url = url(server.addr);
-    bench_json(&[&[url.as_str()], args].concat())
+    bench_json_exiting(&[&[server.url().as_str()], args].concat(), status)
 }
 
 /// Reads once from `stream` and returns how many request heads are now whole, taking
@@ -251,7 +230,8 @@ fn assert_clean_thousand(mode: &[&str]) -> u64 {
     let report = bench_json(&args);
     assert_eq!(count(&report, "/requests"), 1000, "{mode:?}: {report:#}");
     assert_eq!(count(&report, "/errors/total"), 0, "{mode:?}: {report:#}");
-    assert_eq!(count(&report, "/non_2xx"), 0, "{mode:?}: {report:#}");
+    assert_eq!(count(&report, "/non_2xx_3xx"), 0, "{mode:?}: {report:#}");
+    assert_eq!(count(&report, "/status/200"), 1000, "{mode:?}: {report:#}");
     assert!(count(&report, "/bytes_read") > 0, "{mode:?}: {report:#}");
     signal(server.pid(), "TERM");
     server.wait_exit(WAIT);
@@ -322,28 +302,33 @@ fn connection_close_answers_make_keep_alive_reconnect() {
 }
 
 #[test]
-fn server_errors_count_as_non_2xx_not_errors() {
+fn server_errors_count_as_non_2xx_3xx_not_errors_and_fail_the_run() {
     const RESPONSE: &[u8] = b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n";
-    let report = bench_canned(Canned::answering(RESPONSE), &["-n", "100", "-c", "2", "-t", "1"]);
+    let args = ["-n", "100", "-c", "2", "-t", "1"];
+    let report = bench_canned_exiting(Canned::answering(RESPONSE), &args, 1);
     assert_eq!(count(&report, "/requests"), 100, "{report:#}");
-    assert_eq!(count(&report, "/non_2xx"), 100, "{report:#}");
+    assert_eq!((count(&report, "/non_2xx_3xx"), count(&report, "/status/500")), (100, 100), "{report:#}");
     assert_eq!(count(&report, "/errors/total"), 0, "{report:#}");
+    // Only errors fail the run when --fail-on says so: a 500 is then an answer.
+    bench_canned(Canned::answering(RESPONSE), &[&args[..], &["--fail-on", "errors"]].concat());
 }
 
 #[test]
 fn unanswered_requests_time_out_and_the_run_ends() {
     // An empty response: the server reads every request and never answers.
     // bench_json's bounded wait is the check that the run ends by itself:
-    // 4 requests, 2 at a time, each given up after 1 to 2 s.
-    let report = bench_canned(Canned::answering(b""), &["-n", "4", "-c", "2", "-t", "1", "--timeout", "1"]);
-    assert!(count(&report, "/errors/timeout") >= 2, "{report:#}");
+    // 4 requests, 2 at a time, each given up after 1 s; every one failed (status 1).
+    let args = ["-n", "4", "-c", "2", "-t", "1", "--timeout", "1"];
+    let report = bench_canned_exiting(Canned::answering(b""), &args, 1);
+    assert_eq!(count(&report, "/errors/timeout"), 4, "{report:#}");
     assert_eq!(count(&report, "/requests"), 0, "{report:#}");
 }
 
 #[test]
 fn garbage_answers_count_as_parse_errors_and_the_run_ends() {
     // As above, bench_json's bounded wait checks that the run ends by itself.
-    let report = bench_canned(Canned::answering(b"NOT HTTP\r\n\r\n"), &["-n", "20", "-c", "2", "-t", "1"]);
+    let args = ["-n", "20", "-c", "2", "-t", "1"];
+    let report = bench_canned_exiting(Canned::answering(b"NOT HTTP\r\n\r\n"), &args, 1);
     assert!(count(&report, "/errors/parse") > 0, "{report:#}");
 }
 
@@ -465,12 +450,11 @@ fn one_connection_then_none(serve: impl FnOnce(TcpStream) + Send + 'static) -> (
 #[test]
 fn a_close_before_the_answer_is_a_read_error_and_a_refused_connection_a_connect_error() {
     // The one connection is closed once its request is read, unanswered; the ones
-    // bench opens to replace it are refused. Neither fails the run: only a first
-    // connection refused does (exit status 1).
+    // bench opens to replace it are refused. Both fail the run (exit status 1).
     let (addr, server) = one_connection_then_none(|mut stream| {
         let _ = read_request_heads(&mut stream, &mut Vec::new());
     });
-    let report = bench_json(&[&url(addr), "-n", "10", "-c", "1", "-t", "1", "--timeout", "5"]);
+    let report = bench_json_exiting(&[&url(addr), "-n", "10", "-c", "1", "-t", "1", "--timeout", "5"], 1);
     server.join().expect("the server thread");
     assert_eq!(count(&report, "/requests"), 0, "{report:#}");
     assert_eq!(count(&report, "/errors/read"), 1, "{report:#}");
@@ -493,7 +477,7 @@ fn a_reset_while_requests_are_still_unsent_is_a_write_error() {
         drop(stream);
     });
     let args = [&url(addr), "-n", PIPELINED, "--pipeline", PIPELINED, "-c", "1", "-t", "1", "--timeout", "5"];
-    let report = bench_json(&args);
+    let report = bench_json_exiting(&args, 1);
     server.join().expect("the server thread");
     assert_eq!(count(&report, "/requests"), 0, "{report:#}");
     assert_eq!(count(&report, "/errors/write"), 300_000, "every request in flight is lost: {report:#}");

@@ -1,5 +1,6 @@
-//! What `percore bench` sends: request bodies and the URL as they go on the wire,
-//! and the option values it refuses as usage errors.
+//! What `percore bench` says and sends: the report's header and units, status codes
+//! counted by code, its exit status and why, request bodies and the URL as they go
+//! on the wire, and the option values it refuses as usage errors.
 
 mod util;
 
@@ -8,12 +9,15 @@ use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::Value;
-use util::{percore_bin, run_capturing_within, Finished, ScriptedServer, TempFile};
+use serde_json::{json, Value};
+use util::{percore_bin, run_capturing_within, Finished, ScriptedServer, Server, TempFile};
 
 /// Bound on a whole bench run: the runs here take at most a few seconds, but a
 /// loaded 2-core CI machine may be much slower than that.
 const BENCH_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The percentiles the text report lists, as its `N%` lines.
+const PERCENTILES: [&str; 10] = ["50", "66", "75", "80", "90", "95", "98", "99", "99.9", "100"];
 
 fn bench(args: &[&str]) -> Finished {
     run_capturing_within(&percore_bin(), &[&["bench"], args].concat(), BENCH_TIMEOUT)
@@ -64,6 +68,92 @@ fn answering(answers: &'static [&'static [u8]]) -> (ScriptedServer, Arc<Mutex<Ve
 const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
 
 // ---------------------------------------------------------------------------
+// The report.
+
+#[test]
+fn json_report_says_what_ran() {
+    let server = Server::percore(&["--workers", "1"]);
+    let url = format!("http://{}/", server.addr());
+    let report = bench_json_exiting(&[&url, "-n", "100", "-c", "2", "-t", "1", "--pipeline", "4"], 0);
+    assert_eq!(report["format"], "percore-bench/1", "{report:#}");
+    let run = &report["runs"][0];
+    assert_eq!(
+        (run["url"].as_str(), run["method"].as_str()),
+        (Some(url.as_str()), Some("GET")),
+        "{report:#}"
+    );
+    assert_eq!((run["mode"].as_str(), count(run, "/pipeline")), (Some("pipeline"), 4), "{report:#}");
+    assert_eq!((count(run, "/threads"), count(run, "/connections")), (1, 2), "{report:#}");
+    assert_eq!(
+        (count(run, "/stop/requests"), report["interrupted"].as_bool()),
+        (100, Some(false)),
+        "{report:#}"
+    );
+    assert!(report["started_at"].as_str().is_some_and(|t| t.ends_with('Z')), "{report:#}");
+}
+
+#[test]
+fn text_report_says_what_ran_with_latencies_in_human_units() {
+    let server = Server::percore(&["--workers", "1"]);
+    let url = format!("http://{}/", server.addr());
+    let run = bench(&[&url, "-n", "100", "-c", "2", "-t", "1"]);
+    assert!(run.status.success(), "bench failed ({}); stderr:\n{}", run.status, run.stderr);
+    let first = run.stdout.lines().next().unwrap_or_default();
+    assert_eq!(
+        first,
+        format!("GET {url}: 100 requests, 1 thread, 2 connections, keep-alive"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("\nstatus codes:    200 100\n"), "{}", run.stdout);
+    for percentile in PERCENTILES {
+        // Each value in µs, ms or s, never a bare number of microseconds.
+        let label = format!("{percentile}%");
+        let line = run.stdout.lines().find(|line| line.trim_start().starts_with(&label));
+        let unit = line.is_some_and(|l| ["µs", "ms", "s"].iter().any(|u| l.ends_with(u)));
+        assert!(unit, "no {label} line with a unit in:\n{}", run.stdout);
+    }
+    let latency = run.stdout.lines().find(|l| l.starts_with("latency:")).unwrap_or_default();
+    assert_eq!(latency.matches("µs").count() + latency.matches("ms").count(), 4, "{latency}");
+}
+
+#[test]
+fn status_codes_are_counted_by_code_and_redirects_are_no_failure() {
+    static ANSWERS: [&[u8]; 3] = [
+        OK,
+        b"HTTP/1.1 302 Found\r\nLocation: /x\r\nContent-Length: 0\r\n\r\n",
+        b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n",
+    ];
+    let (server, _) = answering(&ANSWERS[..2]);
+    let report = bench_json_exiting(&[&server.url(), "-n", "100", "-c", "1", "-t", "1"], 0);
+    assert_eq!(report["status"], json!({ "200": 50, "302": 50 }), "{report:#}");
+    assert_eq!(count(&report, "/non_2xx_3xx"), 0, "{report:#}");
+    let (server, _) = answering(&ANSWERS);
+    let report = bench_json_exiting(&[&server.url(), "-n", "99", "-c", "1", "-t", "1"], 1);
+    assert_eq!(report["status"], json!({ "200": 33, "302": 33, "404": 33 }), "{report:#}");
+    assert_eq!(count(&report, "/non_2xx_3xx"), 33, "{report:#}");
+}
+
+// ---------------------------------------------------------------------------
+// Exit status.
+
+#[test]
+fn a_run_whose_requests_all_failed_exits_1_and_says_why() {
+    let (server, _) = answering(&[b"NOT HTTP\r\n\r\n"]);
+    let run = bench(&[&server.url(), "-n", "5", "-c", "1", "-t", "1"]);
+    assert_eq!(run.status.code(), Some(1), "stderr:\n{}", run.stderr);
+    assert!(run.stderr.contains("requests failed (--fail-on any)"), "stderr:\n{}", run.stderr);
+    assert!(run.stdout.contains("errors:"), "the report is printed all the same:\n{}", run.stdout);
+    // Unless nothing is to fail it.
+    let (server, _) = answering(&[]);
+    let report = bench_json_exiting(
+        &[&server.url(), "-n", "1", "-t", "1", "--timeout", "0.2", "--fail-on", "never"],
+        0,
+    );
+    assert_eq!(count(&report, "/errors/timeout"), 1, "{report:#}");
+}
+
+// ---------------------------------------------------------------------------
 // What goes on the wire: bodies, the URL.
 
 /// Runs one request against a server answering 200 and returns what it received.
@@ -104,10 +194,11 @@ fn the_url_is_parsed_as_a_browser_would() {
 
 #[test]
 fn timeouts_take_fractions_and_units() {
-    for timeout in ["1.5", "500ms", "2s"] {
+    for (timeout, seconds) in [("1.5", 1.5), ("500ms", 0.5), ("2s", 2.0)] {
         let (server, _) = answering(&[]);
-        let report = bench_json_exiting(&[&server.url(), "-n", "1", "-t", "1", "--timeout", timeout], 0);
+        let report = bench_json_exiting(&[&server.url(), "-n", "1", "-t", "1", "--timeout", timeout], 1);
         assert_eq!(count(&report, "/errors/timeout"), 1, "--timeout {timeout}: {report:#}");
+        assert_eq!(report["runs"][0]["timeout_s"].as_f64(), Some(seconds), "--timeout {timeout}: {report:#}");
     }
 }
 

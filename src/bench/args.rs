@@ -4,6 +4,9 @@
 
 use std::time::Duration;
 
+use clap::ValueEnum;
+
+use super::report::Report;
 use super::target::Target;
 use crate::commands::parse_duration;
 
@@ -94,6 +97,54 @@ pub fn method(text: &str) -> Result<String, String> {
 /// "`" / "|" / "~" / DIGIT / ALPHA`; a token is one or more of them.
 fn is_token(text: &str) -> bool {
     !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// What makes a run exit with status 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// Any error, or any response that is neither 2xx nor 3xx.
+    Any,
+    /// Errors alone: connect, read, write, timeout, parse.
+    Errors,
+    /// Nothing: the status is 0 unless the run could not start.
+    Never,
+}
+
+impl FailOn {
+    /// `Err` with what failed, when `report` fails by this rule.
+    pub fn check(self, report: &Report) -> Result<(), String> {
+        let (errors, status) = (report.counts.errors.total(), report.counts.status.failed());
+        let failed = match self {
+            FailOn::Any => errors.saturating_add(status),
+            FailOn::Errors => errors,
+            FailOn::Never => 0,
+        };
+        if failed == 0 {
+            return Ok(());
+        }
+        let mut what = Vec::new();
+        if errors > 0 {
+            what.push(format!("{errors} errors"));
+        }
+        if status > 0 && self == FailOn::Any {
+            what.push(format!("{status} responses neither 2xx nor 3xx"));
+        }
+        Err(format!(
+            "{} of {} requests failed (--fail-on {}): {}",
+            failed,
+            report.counts.requests + errors,
+            self.name(),
+            what.join(", ")
+        ))
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            FailOn::Any => "any",
+            FailOn::Errors => "errors",
+            FailOn::Never => "never",
+        }
+    }
 }
 
 #[cfg(test)]

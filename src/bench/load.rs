@@ -1,14 +1,19 @@
 //! One load thread's protocol: sends requests on the connections the loop opens,
-//! parses the responses, and measures each one's latency. Its schedule (a fixed
+//! frames the responses, and measures each one's latency. Its schedule (a fixed
 //! rate) and its request timeouts are the connection's timer.
+//!
+//! Every request sent is counted once: answered (by status code, its latency in the
+//! histogram), or as one error of the kind that lost it.
 
 use std::io;
 use std::time::{Duration, Instant};
 
-use super::report::Report;
-use super::target::Request;
+use hdrhistogram::Histogram;
 use percore::http::{Framed, Method, ResponseReader, Stream};
 use percore::reactor::{Closed, ConnId, Flow, Io, Protocol, Verdict};
+
+use super::report::{new_histogram, Counts};
+use super::target::Request;
 
 /// What one thread sends and how.
 #[derive(Clone, Debug)]
@@ -48,10 +53,18 @@ pub struct LoadConn {
     /// Fixed rate: when the next request is due.
     next_due: Option<Instant>,
     answered: u64,
-    /// The timer fired with requests in flight: they count as timeouts.
-    timed_out: bool,
     /// Frames the responses as they arrive: a body is dropped as it comes.
     responses: ResponseReader,
+}
+
+/// How requests a connection took with it are counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lost {
+    Connect,
+    Read,
+    Write,
+    Timeout,
+    Parse,
 }
 
 #[derive(Debug)]
@@ -59,7 +72,9 @@ pub struct Load {
     plan: Plan,
     /// Requests this thread may still send.
     budget: u64,
-    pub report: Report,
+    pub counts: Counts,
+    /// Latencies of the responses.
+    pub latency: Histogram<u64>,
     /// Requests sent and not answered (nor lost with their connection).
     in_flight: u64,
     /// Connections closed since the driver last replaced them.
@@ -78,7 +93,8 @@ impl Load {
         Load {
             plan,
             budget,
-            report: Report::new(),
+            counts: Counts::default(),
+            latency: new_histogram(),
             in_flight: 0,
             closed: 0,
             next_start: Instant::now(),
@@ -130,44 +146,73 @@ impl Load {
         if due <= now {
             // Latency counts from when it was due: a stalled server shows in the tail.
             self.send(conn, due, io);
-            conn.next_due = Some(due + interval);
+            conn.next_due = due.checked_add(interval);
         } else {
             io.set_timer_at(due);
         }
     }
 
-    /// Counts the requests a connection took with it, by how it ended.
-    fn count_lost(&mut self, conn: &LoadConn, closed: Closed) {
-        let lost = u64::from(conn.in_flight);
+    /// Counts the requests in flight on `conn` as lost, each one error of `kind`:
+    /// when the connection is given up, so that the run need not wait for its close
+    /// (which may linger while a hostile server goes on sending).
+    fn lose(&mut self, conn: &mut LoadConn, kind: Lost) {
+        let lost = u64::from(std::mem::take(&mut conn.in_flight));
         self.in_flight -= lost;
-        if lost == 0 {
-            return;
-        }
-        let errors = &mut self.report.errors;
-        let refused = |kind: io::ErrorKind| kind == io::ErrorKind::ConnectionRefused && conn.answered == 0;
-        match closed {
-            _ if conn.timed_out => errors.timeout += lost,
-            Closed::ReadFailed(kind) | Closed::WriteFailed(kind) if refused(kind) => errors.connect += 1,
-            Closed::ReadFailed(_) | Closed::ByPeer => errors.read += lost,
-            Closed::WriteFailed(_) => errors.write += lost,
-            Closed::TimedOut => errors.timeout += lost,
-            // We closed after a `Connection: close` answer: the rest was never served.
-            Closed::Done => {}
-        }
+        let errors = &mut self.counts.errors;
+        let count = match kind {
+            Lost::Connect => &mut errors.connect,
+            Lost::Read => &mut errors.read,
+            Lost::Write => &mut errors.write,
+            Lost::Timeout => &mut errors.timeout,
+            Lost::Parse => &mut errors.parse,
+        };
+        // A connection that failed to open, or a response to no request, is one error.
+        let lost = if matches!(kind, Lost::Connect | Lost::Parse) { lost.max(1) } else { lost };
+        *count = count.saturating_add(lost);
     }
 
-    fn record(&mut self, conn: &mut LoadConn, status: u16, len: u64, now: Instant) {
+    fn record(&mut self, conn: &mut LoadConn, status: u16, now: Instant) {
         let due = conn.sent_at.unwrap_or(now);
         conn.in_flight -= 1;
         self.in_flight -= 1;
         conn.answered += 1;
-        self.report.requests += 1;
-        self.report.bytes_read += len;
-        if !(200..300).contains(&status) {
-            self.report.non_2xx += 1;
-        }
-        self.report.record_latency(now.saturating_duration_since(due).as_micros() as u64);
+        self.counts.requests += 1;
+        self.counts.status.add(status, 1);
+        self.latency.saturating_record(now.saturating_duration_since(due).as_micros() as u64);
     }
+
+    /// Frames what arrived: records each final response, skips interim ones, and
+    /// gives the connection up (`Err`) when its stream cannot be framed.
+    fn frame(&mut self, conn: &mut LoadConn, input: &[u8], now: Instant) -> Result<After, Lost> {
+        let mut at = 0;
+        while at < input.len() {
+            let framed = conn.responses.read(&input[at..], Stream::Open).map_err(|_| Lost::Parse)?;
+            at += framed.consumed;
+            self.counts.bytes_read += framed.consumed as u64;
+            match framed.completed {
+                None => break,
+                // An interim response (100 Continue): the final one follows, within
+                // the same deadline.
+                Some(response) if response.is_interim() => {}
+                Some(_) if conn.in_flight == 0 => return Err(Lost::Parse),
+                Some(response) => {
+                    self.record(conn, response.status, now);
+                    if !response.keep_alive || self.plan.close {
+                        return Ok(After::Close(at));
+                    }
+                }
+            }
+        }
+        Ok(After::Read(at))
+    }
+}
+
+/// What the connection does once what arrived is framed.
+enum After {
+    /// Reads on; this many bytes were consumed.
+    Read(usize),
+    /// Closes after this many bytes: the last response said so.
+    Close(usize),
 }
 
 impl Protocol for Load {
@@ -177,7 +222,7 @@ impl Protocol for Load {
         conn.responses = ResponseReader::new(if self.plan.head { Method::Head } else { Method::Get });
         if let Some(schedule) = self.plan.rate {
             conn.next_due = Some(self.next_start);
-            self.next_start += schedule.stagger;
+            self.next_start = self.next_start.checked_add(schedule.stagger).unwrap_or(self.next_start);
         }
         self.send_more(conn, io);
         Flow::Continue
@@ -187,29 +232,21 @@ impl Protocol for Load {
         // The loop's time: when the wait that found the response returned.
         let now = io.now();
         let answered = conn.answered;
-        let mut at = 0;
-        while at < input.len() {
-            match conn.responses.read(&input[at..], Stream::Open) {
-                Ok(Framed { consumed, completed: None }) => {
-                    at += consumed;
-                    break;
-                }
-                // An interim response (100 Continue): the real one follows.
-                Ok(Framed { consumed, completed: Some(response) }) if response.is_interim() => at += consumed,
-                Ok(Framed { consumed, completed: Some(response) }) if conn.in_flight > 0 => {
-                    at += consumed;
-                    self.record(conn, response.status, response.len, now);
-                    if !response.keep_alive || self.plan.close {
-                        return Verdict::close(at);
-                    }
-                }
-                // A response to no request, or one that cannot be framed.
-                Ok(Framed { completed: Some(_), .. }) | Err(_) => {
-                    self.report.errors.parse += 1;
-                    return Verdict::close(input.len());
-                }
+        let at = match self.frame(conn, input, now) {
+            Ok(After::Read(at)) => at,
+            Ok(After::Close(at)) => {
+                // Requests pipelined after a `Connection: close` answer were never
+                // served: they go out again, on another connection, as wrk's do.
+                let unserved = u64::from(std::mem::take(&mut conn.in_flight));
+                self.in_flight -= unserved;
+                self.budget = self.budget.saturating_add(unserved);
+                return Verdict::close(at);
             }
-        }
+            Err(kind) => {
+                self.lose(conn, kind);
+                return Verdict::close(input.len());
+            }
+        };
         if conn.in_flight == 0 {
             io.cancel_timer();
         }
@@ -226,7 +263,7 @@ impl Protocol for Load {
     /// A request's time is up, or (fixed rate) the next one is due.
     fn on_timer(&mut self, conn: &mut LoadConn, io: &mut Io<'_>) -> Flow {
         if conn.in_flight > 0 {
-            conn.timed_out = true;
+            self.lose(conn, Lost::Timeout);
             return Flow::Close;
         }
         self.send_more(conn, io);
@@ -241,13 +278,26 @@ impl Protocol for Load {
     fn on_close(&mut self, conn: &mut LoadConn, closed: Closed, unconsumed: &[u8]) {
         if closed == Closed::ByPeer && conn.in_flight > 0 {
             // A response whose body ends with the connection (consumed as it came).
-            if let Ok(Framed { completed: Some(response), .. }) =
+            if let Ok(Framed { consumed, completed: Some(response) }) =
                 conn.responses.read(unconsumed, Stream::Ended)
             {
-                self.record(conn, response.status, response.len, Instant::now());
+                self.counts.bytes_read += consumed as u64;
+                self.record(conn, response.status, Instant::now());
             }
         }
-        self.count_lost(conn, closed);
+        let refused = |kind: io::ErrorKind| kind == io::ErrorKind::ConnectionRefused && conn.answered == 0;
+        let kind = match closed {
+            Closed::ReadFailed(kind) | Closed::WriteFailed(kind) if refused(kind) => Some(Lost::Connect),
+            Closed::ReadFailed(_) | Closed::ByPeer => Some(Lost::Read),
+            Closed::WriteFailed(_) => Some(Lost::Write),
+            Closed::TimedOut => Some(Lost::Timeout),
+            // We closed it, and counted what it had in flight then.
+            Closed::Done => None,
+        };
+        match kind {
+            Some(kind) if conn.in_flight > 0 || kind == Lost::Connect => self.lose(conn, kind),
+            _ => {}
+        }
         self.closed += 1;
     }
 

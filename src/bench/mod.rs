@@ -1,6 +1,9 @@
 //! `percore bench`: a load generator on percore's own loop, built on the library's
 //! public API alone (this is the binary's code): the run, the load protocol, the
 //! report.
+//!
+//! Exit status: 0 when every request succeeded, 1 when any failed (as `--fail-on`
+//! says) or the run could not start, 2 for a usage error (clap's own status).
 
 pub mod args;
 mod load;
@@ -13,11 +16,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use run::{BenchOptions, Live, Stop};
+pub use args::FailOn;
+use report::{json, Mode, Report, Stop};
+use run::{BenchOptions, Live};
 pub use target::Target;
 use target::{names, RequestSpec};
 
-use crate::commands::BenchArgs;
+use crate::commands::{BenchArgs, ReportArgs};
 
 pub fn run(args: BenchArgs) -> Result<(), String> {
     let options = options(&args);
@@ -29,12 +34,26 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         }
         run.join().unwrap_or_else(|_| Err("the load generator panicked".into()))
     })?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report.to_json()).map_err(|e| e.to_string())?);
+    output(&report, &args.report)
+}
+
+/// Prints the report, then says by `--fail-on` whether it failed.
+fn output(report: &Report, args: &ReportArgs) -> Result<(), String> {
+    let text = if args.json {
+        let json = serde_json::to_string_pretty(&json::to_json(report)).map_err(|e| e.to_string())?;
+        json + "\n"
     } else {
-        print!("{}", report.to_text());
+        report.to_string()
+    };
+    let mut stdout = std::io::stdout().lock();
+    // A reader that stopped reading (`| head`) is no error of the run's.
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            return Err(format!("cannot print the report: {e}"))
+        }
+        _ => {}
     }
-    Ok(())
+    args.fail_on.check(report)
 }
 
 /// The run the command line asks for; exits with status 2 for what clap cannot
@@ -59,6 +78,11 @@ fn options(args: &BenchArgs) -> BenchOptions {
     // POST when a body is given, as oha and hey do.
     let method =
         args.method.clone().unwrap_or_else(|| if body.is_some() { "POST" } else { "GET" }.to_string());
+    let mode = match (args.close, args.pipeline) {
+        (true, _) => Mode::Close,
+        (false, 1) => Mode::KeepAlive,
+        (false, depth) => Mode::Pipeline(crate::size(depth)),
+    };
     let spec = RequestSpec {
         method: &method,
         headers: &args.headers,
@@ -76,8 +100,7 @@ fn options(args: &BenchArgs) -> BenchOptions {
         },
         cpus: percore::cli::plan_or_exit(args.cpus.as_ref(), args.threads),
         pin: !args.no_pin,
-        pipeline: crate::size(args.pipeline),
-        close: args.close,
+        mode,
         rate: args.rate,
         method,
         timeout: args.timeout,

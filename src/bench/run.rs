@@ -1,26 +1,18 @@
 //! A benchmark run: each thread is pinned to a CPU and runs one client
 //! [`Reactor`]; its protocol sends requests (keep-alive, pipelined, one connection
-//! per request, or on a fixed schedule), parses the responses, and records each
+//! per request, or on a fixed schedule), frames the responses, and records each
 //! latency in an HDR histogram.
 
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
+use hdrhistogram::Histogram;
 use percore::reactor::{Config, Reactor};
 
 use super::load::{Load, Plan, Schedule};
-use super::report::Report;
+use super::report::{add_histogram, new_histogram, Counts, Mode, Report, RunInfo, Stop};
 use super::target::{Request, Target};
-
-/// When a run ends.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stop {
-    /// After this long; requests in flight then are not counted.
-    After(Duration),
-    /// Once this many requests were answered (or failed).
-    Requests(u64),
-}
 
 /// A benchmark run.
 #[derive(Clone, Debug, PartialEq)]
@@ -35,10 +27,7 @@ pub struct BenchOptions {
     pub cpus: Vec<usize>,
     /// Pin each thread to its CPU.
     pub pin: bool,
-    /// Requests in flight per connection.
-    pub pipeline: usize,
-    /// A new connection per request, HTTP/1.0 without keep-alive.
-    pub close: bool,
+    pub mode: Mode,
     /// A fixed total rate in requests per second, latency counted from each
     /// request's intended send time.
     pub rate: Option<f64>,
@@ -48,6 +37,26 @@ pub struct BenchOptions {
     pub request: Request,
     /// How long a request may wait for its response.
     pub timeout: Duration,
+}
+
+impl BenchOptions {
+    fn threads(&self) -> usize {
+        self.cpus.len().clamp(1, self.connections.max(1))
+    }
+
+    /// What the report says ran.
+    fn info(&self) -> RunInfo {
+        RunInfo {
+            url: self.target.as_str().to_string(),
+            method: self.method.clone(),
+            mode: self.mode,
+            rate: self.rate,
+            threads: self.threads(),
+            connections: self.connections,
+            stop: self.stop,
+            timeout: self.timeout,
+        }
+    }
 }
 
 /// Counts updated while the run goes on, for a progress line.
@@ -66,8 +75,8 @@ pub fn run(options: &BenchOptions, live: &Live) -> Result<Report, String> {
     let probe_timeout = options.timeout.min(Duration::from_secs(5));
     TcpStream::connect_timeout(&addr, probe_timeout)
         .map_err(|e| format!("cannot connect to {} ({addr}): {e}", options.target.as_str()))?;
-    let threads = options.cpus.len().clamp(1, options.connections.max(1));
-    let start = Instant::now();
+    let threads = options.threads();
+    let (started_at, start) = (SystemTime::now(), Instant::now());
     let reports = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|i| {
@@ -80,12 +89,14 @@ pub fn run(options: &BenchOptions, live: &Live) -> Result<Report, String> {
             .map(|h| h.join().unwrap_or_else(|_| Err("a load thread panicked".into())))
             .collect::<Vec<_>>()
     });
-    let mut total = Report::new();
-    for report in reports {
-        total.merge(&report?);
+    let mut report = Report::new(vec![options.info()], started_at);
+    for thread in reports {
+        let (counts, latency) = thread?;
+        report.counts.add(&counts);
+        add_histogram(&mut report.latency, &latency);
     }
-    total.duration = start.elapsed();
-    Ok(total)
+    report.duration = start.elapsed();
+    Ok(report)
 }
 
 /// One thread's share of the run.
@@ -108,16 +119,21 @@ impl Job {
         };
         let rate = options.rate.map(|total| {
             let per_thread = total / threads as f64;
+            // In range for every rate the command line takes; saturated all the same.
+            let seconds = |s: f64| Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX);
             Schedule {
-                interval: Duration::from_secs_f64(connections.max(1) as f64 / per_thread),
-                stagger: Duration::from_secs_f64(1.0 / per_thread),
+                interval: seconds(connections.max(1) as f64 / per_thread),
+                stagger: seconds(1.0 / per_thread),
             }
         });
         let plan = Plan {
             request: options.request.clone(),
             head: options.method.eq_ignore_ascii_case("HEAD"),
-            pipeline: options.pipeline.max(1),
-            close: options.close,
+            pipeline: match options.mode {
+                Mode::Pipeline(depth) => depth.max(1),
+                Mode::KeepAlive | Mode::Close => 1,
+            },
+            close: options.mode == Mode::Close,
             rate,
             timeout: options.timeout,
         };
@@ -125,7 +141,7 @@ impl Job {
         Job { addr, cpu, connections, budget, end, plan }
     }
 
-    fn run(self, live: &Live) -> Result<Report, String> {
+    fn run(self, live: &Live) -> Result<(Counts, Histogram<u64>), String> {
         if let Some(cpu) = self.cpu {
             core_affinity::set_for_current(core_affinity::CoreId { id: cpu });
         }
@@ -167,14 +183,15 @@ impl Job {
             published = publish(reactor.protocol(), live, published);
         }
         // The run's duration is measured once, over all threads, by `run`.
-        Ok(std::mem::take(&mut reactor.protocol_mut().report))
+        let load = reactor.protocol_mut();
+        Ok((std::mem::take(&mut load.counts), std::mem::replace(&mut load.latency, new_histogram())))
     }
 
     /// Opens `n` connections; one that fails at once counts as a connect error.
     fn open(&self, reactor: &mut Reactor<Load>, n: usize) {
         for _ in 0..n {
             if reactor.connect(self.addr).is_err() {
-                reactor.protocol_mut().report.errors.connect += 1;
+                reactor.protocol_mut().counts.errors.connect += 1;
             }
         }
     }
@@ -189,7 +206,7 @@ impl Job {
 
 /// Adds what this thread counted since `last` to the shared counts.
 fn publish(load: &Load, live: &Live, last: (u64, u64)) -> (u64, u64) {
-    let now = (load.report.requests, load.report.errors.total());
+    let now = (load.counts.requests, load.counts.errors.total());
     live.requests.fetch_add(now.0 - last.0, Ordering::Relaxed);
     live.errors.fetch_add(now.1 - last.1, Ordering::Relaxed);
     now

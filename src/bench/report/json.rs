@@ -1,0 +1,187 @@
+//! The JSON report: every field of the text one, numbers unformatted (latencies in
+//! µs), and what ran. Its fields are documented in the README and kept stable; a
+//! change of meaning gets a new `format`.
+
+use std::time::SystemTime;
+
+use serde_json::{json, Map, Value};
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
+
+use super::{LatencySummary, Mode, Report, RunInfo, Stop, PERCENTILES};
+
+/// The `format` of the objects written here.
+pub const FORMAT: &str = "percore-bench/1";
+
+/// One JSON object with everything the text report says.
+pub fn to_json(report: &Report) -> Value {
+    let latency = LatencySummary::of(&report.latency);
+    let percentiles: Map<String, Value> = PERCENTILES
+        .iter()
+        .zip(latency.percentiles)
+        .map(|((label, _), value)| (label.to_string(), value.into()))
+        .collect();
+    let status: Map<String, Value> =
+        report.counts.status.iter().map(|(code, count)| (code.to_string(), count.into())).collect();
+    let (counts, errors) = (&report.counts, &report.counts.errors);
+    json!({
+        "format": FORMAT,
+        "runs": report.runs.iter().map(run_json).collect::<Vec<_>>(),
+        "started_at": rfc3339(report.started_at),
+        "duration_s": report.duration.as_secs_f64(),
+        "interrupted": report.interrupted,
+        "requests": counts.requests,
+        "requests_per_sec": report.requests_per_sec(),
+        "bytes_read": counts.bytes_read,
+        "bytes_per_sec": report.bytes_per_sec(),
+        "status": status,
+        "non_2xx_3xx": counts.status.failed(),
+        "errors": {
+            "connect": errors.connect,
+            "read": errors.read,
+            "write": errors.write,
+            "timeout": errors.timeout,
+            "parse": errors.parse,
+            "total": errors.total(),
+        },
+        "latency_us": {
+            "min": latency.min,
+            "mean": latency.mean,
+            "stdev": latency.stdev,
+            "max": latency.max,
+            "percentiles": percentiles,
+        },
+    })
+}
+
+fn run_json(run: &RunInfo) -> Value {
+    let stop = match run.stop {
+        Stop::After(duration) => json!({ "after_s": duration.as_secs_f64() }),
+        Stop::Requests(n) => json!({ "requests": n }),
+    };
+    let pipeline = match run.mode {
+        Mode::Pipeline(depth) => depth,
+        Mode::KeepAlive | Mode::Close => 1,
+    };
+    json!({
+        "url": run.url,
+        "method": run.method,
+        "mode": run.mode.name(),
+        "pipeline": pipeline,
+        "rate": run.rate,
+        "threads": run.threads,
+        "connections": run.connections,
+        "stop": stop,
+        "timeout_s": run.timeout.as_secs_f64(),
+    })
+}
+
+/// An instant as RFC 3339 in UTC, to the microsecond.
+pub fn rfc3339(at: SystemTime) -> String {
+    let at = OffsetDateTime::from(at);
+    let at = at.replace_nanosecond(at.nanosecond() / 1000 * 1000).unwrap_or(at);
+    at.format(&Rfc3339).unwrap_or_else(|_| "1970-01-01T00:00:00Z".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::super::Errors;
+    use super::*;
+
+    fn report() -> Report {
+        let run = RunInfo {
+            url: "http://127.0.0.1:8080/".into(),
+            method: "POST".into(),
+            mode: Mode::Pipeline(16),
+            rate: Some(50000.0),
+            threads: 2,
+            connections: 100,
+            stop: Stop::Requests(100_000),
+            timeout: Duration::from_millis(1500),
+        };
+        let mut report =
+            Report::new(vec![run], SystemTime::UNIX_EPOCH + Duration::from_micros(1_748_779_200_250_000));
+        report.counts.requests = 100_000;
+        report.counts.bytes_read = 13_750_000;
+        report.counts.status.add(200, 99_990);
+        report.counts.status.add(302, 4);
+        report.counts.status.add(500, 6);
+        report.counts.errors = Errors { connect: 1, read: 2, write: 3, timeout: 4, parse: 5 };
+        report.duration = Duration::from_secs(10);
+        for micros in 1..=1000 {
+            report.latency.saturating_record(micros);
+        }
+        report
+    }
+
+    #[test]
+    fn json_has_every_field() {
+        let json = to_json(&report());
+        let keys =
+            |v: &Value| v.as_object().map(|o| o.keys().cloned().collect::<Vec<_>>()).unwrap_or_default();
+        let top = [
+            "format",
+            "runs",
+            "started_at",
+            "duration_s",
+            "interrupted",
+            "requests",
+            "requests_per_sec",
+            "bytes_read",
+            "bytes_per_sec",
+            "status",
+            "non_2xx_3xx",
+            "errors",
+            "latency_us",
+        ];
+        assert_eq!(keys(&json), top);
+        let run =
+            ["url", "method", "mode", "pipeline", "rate", "threads", "connections", "stop", "timeout_s"];
+        assert_eq!(keys(&json["runs"][0]), run);
+        assert_eq!(json["started_at"], "2025-06-01T12:00:00.25Z");
+        assert_eq!(
+            (json["requests_per_sec"].as_f64(), json["bytes_per_sec"].as_f64()),
+            (Some(10_000.0), Some(1_375_000.0))
+        );
+        assert_eq!(json["status"], json!({ "200": 99_990, "302": 4, "500": 6 }));
+        let percentiles =
+            json["latency_us"]["percentiles"].as_object().map(|p| p.keys().cloned().collect::<Vec<_>>());
+        assert_eq!(percentiles, Some(PERCENTILES.iter().map(|(label, _)| label.to_string()).collect()));
+        assert_eq!(json["non_2xx_3xx"], 6);
+        assert_eq!(json["errors"]["total"], 15);
+        assert_eq!(json["runs"][0]["stop"], json!({ "requests": 100_000 }));
+        assert_eq!(
+            (json["runs"][0]["mode"].as_str(), json["runs"][0]["pipeline"].as_u64()),
+            (Some("pipeline"), Some(16))
+        );
+    }
+
+    #[test]
+    fn known_latencies_give_their_percentiles() {
+        // 1..=1000 µs once each: the p-th percentile is 10 * p µs. Below 2048 the
+        // histogram is exact at 3 significant digits.
+        let json = to_json(&report());
+        let expected = [
+            ("50", 500),
+            ("66", 660),
+            ("75", 750),
+            ("80", 800),
+            ("90", 900),
+            ("95", 950),
+            ("98", 980),
+            ("99", 990),
+            ("99.9", 999),
+            ("100", 1000),
+        ];
+        for (label, micros) in expected {
+            assert_eq!(json["latency_us"]["percentiles"][label], micros, "p{label}");
+        }
+        assert_eq!(
+            (json["latency_us"]["min"].as_u64(), json["latency_us"]["max"].as_u64()),
+            (Some(1), Some(1000))
+        );
+        assert_eq!(json["latency_us"]["mean"], 500.5);
+    }
+}
