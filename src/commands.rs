@@ -98,6 +98,11 @@ pub struct BenchArgs {
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = args::timeout)]
     pub timeout: Duration,
 
+    /// Largest response (head, body and any 1xx before it); past it the connection
+    /// counts as a read error and is replaced. Suffixes k, m, g.
+    #[arg(long, value_name = "BYTES", default_value = "64m", value_parser = size_within(1, u64::MAX))]
+    pub max_response_size: u64,
+
     #[command(flatten)]
     pub report: ReportArgs,
 }

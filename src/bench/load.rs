@@ -3,7 +3,10 @@
 //! rate) and its request timeouts are the connection's timer.
 //!
 //! Every request sent is counted once: answered (by status code, its latency in the
-//! histogram), or as one error of the kind that lost it.
+//! histogram), or as one error of the kind that lost it. Whatever the server sends,
+//! a connection holds at most an unfinished head (64 KiB, the framer's bound): a
+//! body is dropped as it comes, and a response past `max_response` bytes (a
+//! `Content-Length` that never ends, endless chunks, 1xx after 1xx) is cut off.
 
 use std::io;
 use std::time::{Duration, Instant};
@@ -30,6 +33,8 @@ pub struct Plan {
     pub rate: Option<Schedule>,
     /// How long a request may wait for its response.
     pub timeout: Duration,
+    /// The most bytes one response may take, with the 1xx before it.
+    pub max_response: u64,
 }
 
 /// A fixed rate's schedule for one thread.
@@ -53,6 +58,8 @@ pub struct LoadConn {
     /// Fixed rate: when the next request is due.
     next_due: Option<Instant>,
     answered: u64,
+    /// Bytes of the response arriving now, with the interim ones before it.
+    receiving: u64,
     /// Frames the responses as they arrive: a body is dropped as it comes.
     responses: ResponseReader,
 }
@@ -73,7 +80,7 @@ pub struct Load {
     /// Requests this thread may still send.
     budget: u64,
     pub counts: Counts,
-    /// Latencies of the responses.
+    /// Latencies of the responses since the driver last took them (once a second).
     pub latency: Histogram<u64>,
     /// Requests sent and not answered (nor lost with their connection).
     in_flight: u64,
@@ -182,20 +189,26 @@ impl Load {
     }
 
     /// Frames what arrived: records each final response, skips interim ones, and
-    /// gives the connection up (`Err`) when its stream cannot be framed.
+    /// gives the connection up (`Err`) when its stream cannot be framed or a
+    /// response grows past the bound.
     fn frame(&mut self, conn: &mut LoadConn, input: &[u8], now: Instant) -> Result<After, Lost> {
         let mut at = 0;
         while at < input.len() {
             let framed = conn.responses.read(&input[at..], Stream::Open).map_err(|_| Lost::Parse)?;
             at += framed.consumed;
             self.counts.bytes_read += framed.consumed as u64;
+            conn.receiving += framed.consumed as u64;
+            if conn.receiving > self.plan.max_response {
+                return Err(Lost::Read);
+            }
             match framed.completed {
                 None => break,
                 // An interim response (100 Continue): the final one follows, within
-                // the same deadline.
+                // the same deadline and the same size.
                 Some(response) if response.is_interim() => {}
                 Some(_) if conn.in_flight == 0 => return Err(Lost::Parse),
                 Some(response) => {
+                    conn.receiving = 0;
                     self.record(conn, response.status, now);
                     if !response.keep_alive || self.plan.close {
                         return Ok(After::Close(at));

@@ -104,6 +104,7 @@ fn options(args: &BenchArgs) -> BenchOptions {
         rate: args.rate,
         method,
         timeout: args.timeout,
+        max_response: args.max_response_size,
     }
 }
 

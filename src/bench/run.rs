@@ -37,6 +37,8 @@ pub struct BenchOptions {
     pub request: Request,
     /// How long a request may wait for its response.
     pub timeout: Duration,
+    /// The most bytes one response may take.
+    pub max_response: u64,
 }
 
 impl BenchOptions {
@@ -136,6 +138,7 @@ impl Job {
             close: options.mode == Mode::Close,
             rate,
             timeout: options.timeout,
+            max_response: options.max_response,
         };
         let cpu = options.pin.then(|| options.cpus[index % options.cpus.len()]);
         Job { addr, cpu, connections, budget, end, plan }
