@@ -6,19 +6,19 @@
 //! says) or the run could not start, 2 for a usage error (clap's own status).
 
 pub mod args;
+mod collect;
 mod load;
 mod report;
 mod run;
 mod target;
 
 use std::io::{IsTerminal, Write};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub use args::FailOn;
 use report::{json, Mode, Report, Stop};
-use run::{BenchOptions, Live};
+use run::BenchOptions;
 pub use target::Target;
 use target::{names, RequestSpec};
 
@@ -26,14 +26,8 @@ use crate::commands::{BenchArgs, ReportArgs};
 
 pub fn run(args: BenchArgs) -> Result<(), String> {
     let options = options(&args);
-    let live = Live::default();
-    let report = std::thread::scope(|scope| {
-        let run = scope.spawn(|| run::run(&options, &live));
-        if std::io::stdout().is_terminal() {
-            show_progress(&live, || run.is_finished());
-        }
-        run.join().unwrap_or_else(|_| Err("the load generator panicked".into()))
-    })?;
+    let progress = std::io::stdout().is_terminal().then(|| Box::new(std::io::stdout()) as Box<dyn Write>);
+    let report = run::run(&options, progress)?;
     output(&report, &args.report)
 }
 
@@ -111,27 +105,4 @@ fn options(args: &BenchArgs) -> BenchOptions {
 /// A usage error: clap's message and its exit status, 2.
 fn usage(message: &str) -> ! {
     clap::Error::raw(clap::error::ErrorKind::ArgumentConflict, format!("{message}\n")).exit()
-}
-
-/// Rewrites one line once a second with the rate and errors so far; clears it at
-/// the end so the report starts on a clean line.
-fn show_progress(live: &Live, finished: impl Fn() -> bool) {
-    let start = Instant::now();
-    let mut stdout = std::io::stdout();
-    let mut next = Duration::from_secs(1);
-    while !finished() {
-        std::thread::sleep(Duration::from_millis(50));
-        let elapsed = start.elapsed();
-        if elapsed < next {
-            continue;
-        }
-        next += Duration::from_secs(1);
-        let requests = live.requests.load(Ordering::Relaxed);
-        let errors = live.errors.load(Ordering::Relaxed);
-        let rate = requests as f64 / elapsed.as_secs_f64();
-        let _ =
-            write!(stdout, "\r{:>4.0} s  {rate:>12.0} requests/s  {errors} errors", elapsed.as_secs_f64());
-        let _ = stdout.flush();
-    }
-    let _ = write!(stdout, "\r\x1b[2K");
 }

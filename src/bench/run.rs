@@ -1,21 +1,26 @@
 //! A benchmark run: each thread is pinned to a CPU and runs one client
 //! [`Reactor`]; its protocol sends requests (keep-alive, pipelined, one connection
 //! per request, or on a fixed schedule), frames the responses, and records each
-//! latency in an HDR histogram.
+//! latency in an HDR histogram, which it hands to the collector once a second.
+//! The run ends at its duration, or after its requests.
 
 use std::net::{SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Sender};
 use std::time::{Duration, Instant, SystemTime};
 
-use hdrhistogram::Histogram;
 use percore::reactor::{Config, Reactor};
 
+use super::collect::{Collector, Tick};
 use super::load::{Load, Plan, Schedule};
-use super::report::{add_histogram, new_histogram, Counts, Mode, Report, RunInfo, Stop};
+use super::report::{new_histogram, Counts, Mode, Report, RunInfo, Stop};
 use super::target::{Request, Target};
 
+/// The longest a loop waits without looking at the clock: the run ends within this
+/// of its end.
+const MAX_WAIT: Duration = Duration::from_millis(100);
+
 /// A benchmark run.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct BenchOptions {
     /// Where to send the load.
     pub target: Target,
@@ -31,7 +36,6 @@ pub struct BenchOptions {
     /// A fixed total rate in requests per second, latency counted from each
     /// request's intended send time.
     pub rate: Option<f64>,
-    /// Request method.
     pub method: String,
     /// The request, built once.
     pub request: Request,
@@ -61,52 +65,56 @@ impl BenchOptions {
     }
 }
 
-/// Counts updated while the run goes on, for a progress line.
-#[derive(Debug, Default)]
-pub struct Live {
-    /// Responses so far.
-    pub requests: AtomicU64,
-    /// Errors so far.
-    pub errors: AtomicU64,
-}
-
-/// Runs the benchmark; `live` is updated as it goes. A target that cannot be
-/// resolved or refuses a first connection is an error before any load is sent.
-pub fn run(options: &BenchOptions, live: &Live) -> Result<Report, String> {
+/// Runs the benchmark; each second's figures go to `progress`, if given. A target
+/// that cannot be resolved or refuses a first connection is an error before any
+/// load is sent.
+pub fn run(options: &BenchOptions, progress: Option<Box<dyn std::io::Write + '_>>) -> Result<Report, String> {
     let addr = options.target.resolve()?;
     let probe_timeout = options.timeout.min(Duration::from_secs(5));
     TcpStream::connect_timeout(&addr, probe_timeout)
         .map_err(|e| format!("cannot connect to {} ({addr}): {e}", options.target.as_str()))?;
     let threads = options.threads();
     let (started_at, start) = (SystemTime::now(), Instant::now());
-    let reports = std::thread::scope(|scope| {
+    let mut collector = Collector::new(threads, progress);
+    let (ticks, received) = mpsc::channel();
+    let (counts, collected) = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|i| {
                 let job = Job::new(options, addr, i, threads, start);
-                scope.spawn(move || job.run(live))
+                let ticks = ticks.clone();
+                scope.spawn(move || job.run(&ticks))
             })
             .collect();
-        handles
+        drop(ticks);
+        let mut collecting = Ok(());
+        for tick in received {
+            collecting = collecting.and(collector.receive(tick));
+        }
+        let counts: Vec<_> = handles
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|_| Err("a load thread panicked".into())))
-            .collect::<Vec<_>>()
+            .collect();
+        (counts, collecting.and_then(|()| collector.finish(start.elapsed())))
     });
+    let duration = start.elapsed();
     let mut report = Report::new(vec![options.info()], started_at);
-    for thread in reports {
-        let (counts, latency) = thread?;
-        report.counts.add(&counts);
-        add_histogram(&mut report.latency, &latency);
+    for thread in counts {
+        report.counts.add(&thread?);
     }
-    report.duration = start.elapsed();
+    let collected = collected?;
+    report.latency = collected.latency;
+    report.duration = duration;
     Ok(report)
 }
 
 /// One thread's share of the run.
 struct Job {
+    index: usize,
     addr: SocketAddr,
     cpu: Option<usize>,
     connections: usize,
     budget: u64,
+    start: Instant,
     end: Option<Instant>,
     plan: Plan,
 }
@@ -116,7 +124,7 @@ impl Job {
         let share = |total: u64| total / threads as u64 + u64::from((index as u64) < total % threads as u64);
         let connections = share(options.connections as u64) as usize;
         let (budget, end) = match options.stop {
-            Stop::After(duration) => (u64::MAX, Some(start + duration)),
+            Stop::After(duration) => (u64::MAX, start.checked_add(duration)),
             Stop::Requests(n) => (share(n), None),
         };
         let rate = options.rate.map(|total| {
@@ -141,10 +149,12 @@ impl Job {
             max_response: options.max_response,
         };
         let cpu = options.pin.then(|| options.cpus[index % options.cpus.len()]);
-        Job { addr, cpu, connections, budget, end, plan }
+        Job { index, addr, cpu, connections, budget, start, end, plan }
     }
 
-    fn run(self, live: &Live) -> Result<(Counts, Histogram<u64>), String> {
+    /// Runs the thread's loop; its last second is sent whatever ends it, so that the
+    /// collector never waits for a thread that is gone.
+    fn run(self, ticks: &Sender<Tick>) -> Result<Counts, String> {
         if let Some(cpu) = self.cpu {
             core_affinity::set_for_current(core_affinity::CoreId { id: cpu });
         }
@@ -156,25 +166,51 @@ impl Job {
             send_timeout: 0,
             ..Config::default()
         };
-        let mut reactor =
-            Reactor::client(Load::new(self.plan.clone(), self.budget), config).map_err(|e| e.to_string())?;
-        self.open(&mut reactor, self.connections);
-        let mut published = (0, 0);
+        let mut ticker = Ticker { thread: self.index, second: 0, errors_sent: 0 };
+        let mut reactor = match Reactor::client(Load::new(self.plan.clone(), self.budget), config) {
+            Ok(reactor) => reactor,
+            Err(e) => {
+                let _ = ticks.send(ticker.tick(&mut Load::new(self.plan.clone(), 0), true));
+                return Err(e.to_string());
+            }
+        };
+        let driven = self.drive(&mut reactor, ticks, &mut ticker);
+        let _ = ticks.send(ticker.tick(reactor.protocol_mut(), true));
+        driven.map(|()| std::mem::take(&mut reactor.protocol_mut().counts))
+    }
+
+    /// Turns the loop until the run ends, sending each second's latencies as it
+    /// passes.
+    fn drive(
+        &self,
+        reactor: &mut Reactor<Load>,
+        ticks: &Sender<Tick>,
+        ticker: &mut Ticker,
+    ) -> Result<(), String> {
+        self.open(reactor, self.connections);
+        let mut next_tick = self.start + Duration::from_secs(1);
         loop {
             let now = Instant::now();
+            if now >= next_tick {
+                let _ = ticks.send(ticker.tick(reactor.protocol_mut(), false));
+                ticker.second = now.saturating_duration_since(self.start).as_secs();
+                next_tick = self.start + Duration::from_secs(ticker.second + 1);
+            }
             if self.end.is_some_and(|end| now >= end) || reactor.protocol().finished() {
-                break;
+                return Ok(());
             }
             let load = reactor.protocol_mut();
             let replace = std::mem::take(&mut load.closed);
             if load.may_send() && replace > 0 {
-                self.open(&mut reactor, replace);
+                self.open(reactor, replace);
             }
             if reactor.stats().open == 0 {
                 // Every connection failed and none could be opened again.
-                break;
+                return Ok(());
             }
-            reactor.turn(Some(self.wait(now))).map_err(|e| e.to_string())?;
+            let wait =
+                [self.end, Some(next_tick)].into_iter().flatten().map(|at| at.saturating_duration_since(now));
+            reactor.turn(Some(wait.fold(MAX_WAIT, Duration::min))).map_err(|e| e.to_string())?;
             let mut ready = std::mem::take(&mut reactor.protocol_mut().ready);
             for id in ready.drain(..) {
                 reactor.wake(id);
@@ -183,11 +219,7 @@ impl Job {
                 // Keeps the capacity: no allocation per turn.
                 reactor.protocol_mut().ready = ready;
             }
-            published = publish(reactor.protocol(), live, published);
         }
-        // The run's duration is measured once, over all threads, by `run`.
-        let load = reactor.protocol_mut();
-        Ok((std::mem::take(&mut load.counts), std::mem::replace(&mut load.latency, new_histogram())))
     }
 
     /// Opens `n` connections; one that fails at once counts as a connect error.
@@ -198,19 +230,21 @@ impl Job {
             }
         }
     }
-
-    /// How long the loop may wait: until the end, and at most 100 ms so the
-    /// progress counts stay fresh. Scheduled sends are the loop's timers.
-    fn wait(&self, now: Instant) -> Duration {
-        let until_end = self.end.map(|end| end.saturating_duration_since(now));
-        until_end.unwrap_or(Duration::MAX).min(Duration::from_millis(100))
-    }
 }
 
-/// Adds what this thread counted since `last` to the shared counts.
-fn publish(load: &Load, live: &Live, last: (u64, u64)) -> (u64, u64) {
-    let now = (load.counts.requests, load.counts.errors.total());
-    live.requests.fetch_add(now.0 - last.0, Ordering::Relaxed);
-    live.errors.fetch_add(now.1 - last.1, Ordering::Relaxed);
-    now
+/// A thread's seconds: which one is under way, and the errors already sent.
+struct Ticker {
+    thread: usize,
+    second: u64,
+    errors_sent: u64,
+}
+
+impl Ticker {
+    /// The second under way, taken from `load`: its latencies and errors.
+    fn tick(&mut self, load: &mut Load, last: bool) -> Tick {
+        let latency = std::mem::replace(&mut load.latency, new_histogram());
+        let errors = load.counts.errors.total();
+        let new_errors = errors.saturating_sub(std::mem::replace(&mut self.errors_sent, errors));
+        Tick { thread: self.thread, index: self.second, latency, errors: new_errors, last }
+    }
 }
