@@ -13,8 +13,11 @@ mod run;
 mod target;
 
 use std::io::{IsTerminal, Write};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
+
+use signal_hook::consts::SIGINT;
 
 pub use args::FailOn;
 use report::{json, Mode, Report, Stop};
@@ -25,10 +28,23 @@ use target::{names, RequestSpec};
 use crate::commands::{BenchArgs, ReportArgs};
 
 pub fn run(args: BenchArgs) -> Result<(), String> {
+    // First: a --body-file (a FIFO) may keep `options` waiting.
+    let interrupted = on_ctrl_c().map_err(|e| format!("cannot handle Ctrl-C: {e}"))?;
     let options = options(&args);
     let progress = std::io::stdout().is_terminal().then(|| Box::new(std::io::stdout()) as Box<dyn Write>);
-    let report = run::run(&options, progress)?;
+    let report = run::run(&options, &interrupted, progress)?;
     output(&report, &args.report)
+}
+
+/// A flag the first Ctrl-C sets, for the run to end and report; a second one
+/// while it is set ends the process at once, as SIGINT's default does.
+fn on_ctrl_c() -> std::io::Result<Arc<AtomicBool>> {
+    let interrupted = Arc::new(AtomicBool::new(false));
+    // Registered first, so that it acts only once the flag is already set: the
+    // second time (signal-hook's own double Ctrl-C recipe).
+    signal_hook::flag::register_conditional_default(SIGINT, Arc::clone(&interrupted))?;
+    signal_hook::flag::register(SIGINT, Arc::clone(&interrupted))?;
+    Ok(interrupted)
 }
 
 /// Prints the report, then says by `--fail-on` whether it failed.

@@ -2,9 +2,10 @@
 //! [`Reactor`]; its protocol sends requests (keep-alive, pipelined, one connection
 //! per request, or on a fixed schedule), frames the responses, and records each
 //! latency in an HDR histogram, which it hands to the collector once a second.
-//! The run ends at its duration, or after its requests.
+//! The run ends at its duration, after its requests, or at the first Ctrl-C.
 
 use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -15,8 +16,8 @@ use super::load::{Load, Plan, Schedule};
 use super::report::{new_histogram, Counts, Mode, Report, RunInfo, Stop};
 use super::target::{Request, Target};
 
-/// The longest a loop waits without looking at the clock: the run ends within this
-/// of its end.
+/// The longest a loop waits without looking at the clock and the Ctrl-C flag: the
+/// run ends within this of either.
 const MAX_WAIT: Duration = Duration::from_millis(100);
 
 /// A benchmark run.
@@ -65,10 +66,14 @@ impl BenchOptions {
     }
 }
 
-/// Runs the benchmark; each second's figures go to `progress`, if given. A target
-/// that cannot be resolved or refuses a first connection is an error before any
-/// load is sent.
-pub fn run(options: &BenchOptions, progress: Option<Box<dyn std::io::Write + '_>>) -> Result<Report, String> {
+/// Runs the benchmark until it ends or `interrupted` is set; each second's figures
+/// go to `progress`, if given. A target that cannot be resolved or refuses a first
+/// connection is an error before any load is sent.
+pub fn run(
+    options: &BenchOptions,
+    interrupted: &AtomicBool,
+    progress: Option<Box<dyn std::io::Write + '_>>,
+) -> Result<Report, String> {
     let addr = options.target.resolve()?;
     let probe_timeout = options.timeout.min(Duration::from_secs(5));
     TcpStream::connect_timeout(&addr, probe_timeout)
@@ -82,7 +87,7 @@ pub fn run(options: &BenchOptions, progress: Option<Box<dyn std::io::Write + '_>
             .map(|i| {
                 let job = Job::new(options, addr, i, threads, start);
                 let ticks = ticks.clone();
-                scope.spawn(move || job.run(&ticks))
+                scope.spawn(move || job.run(&ticks, interrupted))
             })
             .collect();
         drop(ticks);
@@ -104,6 +109,7 @@ pub fn run(options: &BenchOptions, progress: Option<Box<dyn std::io::Write + '_>
     let collected = collected?;
     report.latency = collected.latency;
     report.duration = duration;
+    report.interrupted = interrupted.load(Ordering::SeqCst);
     Ok(report)
 }
 
@@ -154,7 +160,7 @@ impl Job {
 
     /// Runs the thread's loop; its last second is sent whatever ends it, so that the
     /// collector never waits for a thread that is gone.
-    fn run(self, ticks: &Sender<Tick>) -> Result<Counts, String> {
+    fn run(self, ticks: &Sender<Tick>, interrupted: &AtomicBool) -> Result<Counts, String> {
         if let Some(cpu) = self.cpu {
             core_affinity::set_for_current(core_affinity::CoreId { id: cpu });
         }
@@ -174,7 +180,7 @@ impl Job {
                 return Err(e.to_string());
             }
         };
-        let driven = self.drive(&mut reactor, ticks, &mut ticker);
+        let driven = self.drive(&mut reactor, ticks, interrupted, &mut ticker);
         let _ = ticks.send(ticker.tick(reactor.protocol_mut(), true));
         driven.map(|()| std::mem::take(&mut reactor.protocol_mut().counts))
     }
@@ -185,6 +191,7 @@ impl Job {
         &self,
         reactor: &mut Reactor<Load>,
         ticks: &Sender<Tick>,
+        interrupted: &AtomicBool,
         ticker: &mut Ticker,
     ) -> Result<(), String> {
         self.open(reactor, self.connections);
@@ -196,7 +203,8 @@ impl Job {
                 ticker.second = now.saturating_duration_since(self.start).as_secs();
                 next_tick = self.start + Duration::from_secs(ticker.second + 1);
             }
-            if self.end.is_some_and(|end| now >= end) || reactor.protocol().finished() {
+            let ended = self.end.is_some_and(|end| now >= end) || interrupted.load(Ordering::Relaxed);
+            if ended || reactor.protocol().finished() {
                 return Ok(());
             }
             let load = reactor.protocol_mut();
