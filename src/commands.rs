@@ -1,7 +1,7 @@
 //! The command line.
 
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use clap::{Args, Parser, Subcommand};
 use percore::cli::{CpuList, ServerArgs};
@@ -17,6 +17,8 @@ pub struct Cli {
     pub command: Command,
 }
 
+// One value, parsed once at start: the size of its largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve one prebuilt response to every GET and HEAD, on every path, with one
@@ -30,10 +32,14 @@ pub enum Command {
 }
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct BenchArgs {
+    #[command(subcommand)]
+    pub command: Option<BenchCommand>,
+
     /// The URL to load: http://HOST[:PORT][/PATH][?QUERY]
-    #[arg(value_parser = args::target)]
-    pub url: Target,
+    #[arg(required = true, value_parser = args::target)]
+    pub url: Option<Target>,
 
     /// Connections open at once, over all threads.
     #[arg(short = 'c', long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=args::MAX_CONNECTIONS))]
@@ -103,11 +109,38 @@ pub struct BenchArgs {
     #[arg(long, value_name = "BYTES", default_value = "64m", value_parser = size_within(1, u64::MAX))]
     pub max_response_size: u64,
 
+    /// Start at this wall-clock time, RFC 3339 (2025-06-01T12:00:00Z, or with an
+    /// offset) or Unix seconds (1748779200), so runs on several machines load together.
+    #[arg(long, value_name = "TIME", value_parser = args::start_at)]
+    pub start_at: Option<SystemTime>,
+
+    /// Write the latencies as an HdrHistogram interval log (one histogram a second,
+    /// V2 compressed, microseconds), with the run's counts, for `percore bench merge`.
+    #[arg(long, value_name = "FILE")]
+    pub hdr_log: Option<PathBuf>,
+
     #[command(flatten)]
     pub report: ReportArgs,
 }
 
-/// How a report is given.
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// One report of runs taken at once, as on several machines: the interval logs
+    /// their --hdr-log wrote, counts summed and histograms added.
+    Merge(MergeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Interval logs written by `percore bench --hdr-log`.
+    #[arg(required = true, value_name = "FILE")]
+    pub logs: Vec<PathBuf>,
+
+    #[command(flatten)]
+    pub report: ReportArgs,
+}
+
+/// How a report is given, by a run and by a merge.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// Print the report as one JSON object.

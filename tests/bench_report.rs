@@ -206,7 +206,7 @@ fn timeouts_take_fractions_and_units() {
 fn out_of_range_numbers_and_unsafe_values_are_usage_errors_not_panics() {
     // Parsing fails before any connection, so nothing needs to listen here.
     let target = "http://127.0.0.1:9/";
-    let cases: [&[&str]; 15] = [
+    let cases: [&[&str]; 16] = [
         &["--rate", "1e-300"],
         &["--rate", "nan"],
         &["--rate", "0"],
@@ -220,6 +220,7 @@ fn out_of_range_numbers_and_unsafe_values_are_usage_errors_not_panics() {
         &["--timeout", "1e9"],
         &["-d", "0s"],
         &["--max-response-size", "0"],
+        &["--start-at", "tomorrow"],
         &["-H", "X: a\r\nY: b"],
         &["-m", "GET /"],
     ];

@@ -1,5 +1,7 @@
 //! `percore bench` as a run that lives beyond one command: Ctrl-C ends it with its
-//! report.
+//! report, `--hdr-log` keeps its latencies in HdrHistogram's interval log (read
+//! back here with the hdrhistogram crate's own reader), `percore bench merge` adds
+//! runs up exactly, `--start-at` waits for a wall-clock instant.
 
 mod util;
 
@@ -7,16 +9,28 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use base64::Engine as _;
+use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+use hdrhistogram::serialization::Deserializer;
+use hdrhistogram::Histogram;
 use serde_json::Value;
-use util::{percore_bin, signal, signal_pending, wait_until, Finished, Running, ScriptedServer, WAIT};
+use util::{
+    percore_bin, run_capturing_within, signal, signal_pending, wait_until, Finished, Running, ScriptedServer,
+    Server, TempFile, WAIT,
+};
 
 /// Bound on a whole bench run: the runs here take at most a few seconds, but a
 /// loaded 2-core CI machine may be much slower than that.
 const BENCH_TIMEOUT: Duration = Duration::from_secs(30);
 
 const SIGINT: u32 = 2;
+
+fn bench(args: &[&str]) -> Finished {
+    let all = [&["bench"], args].concat();
+    run_capturing_within(&percore_bin(), &all, BENCH_TIMEOUT)
+}
 
 fn json_of(run: &Finished) -> Value {
     assert!(run.status.success(), "bench failed ({}); stderr:\n{}", run.status, run.stderr);
@@ -96,4 +110,70 @@ fn catches(pid: u32, signo: u32) -> bool {
         .filter_map(|line| line.strip_prefix("SigCgt:"))
         .filter_map(|mask| u64::from_str_radix(mask.trim(), 16).ok())
         .any(|mask| mask & (1 << (signo - 1)) != 0)
+}
+
+// ---------------------------------------------------------------------------
+// The interval log and the merge.
+
+/// The histograms of an interval log, added up, read with hdrhistogram's reader.
+fn logged_latencies(path: &str) -> Histogram<u64> {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
+    let mut total = Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid bounds");
+    let (mut deserializer, mut intervals) = (Deserializer::new(), 0);
+    for entry in IntervalLogIterator::new(&bytes) {
+        let LogEntry::Interval(interval) = entry.unwrap_or_else(|e| panic!("{path}: {e:?}")) else {
+            continue;
+        };
+        let encoded =
+            base64::engine::general_purpose::STANDARD.decode(interval.encoded_histogram()).expect("base64");
+        let histogram: Histogram<u64> = deserializer.deserialize(&mut &encoded[..]).expect("a V2 histogram");
+        total.add(&histogram).expect("same bounds");
+        intervals += 1;
+    }
+    assert!(intervals > 0, "{path} has no interval");
+    total
+}
+
+#[test]
+fn two_logged_runs_merge_into_their_sum() {
+    let server = Server::percore(&["--workers", "1"]);
+    let url = format!("http://{}/", server.addr());
+    let (first, second) = (TempFile::with_contents(b""), TempFile::with_contents(b""));
+    let a = json_of(&bench(&[&url, "-n", "2000", "-c", "4", "-t", "1", "--json", "--hdr-log", first.path()]));
+    let b =
+        json_of(&bench(&[&url, "-d", "1.5s", "-c", "2", "-t", "1", "--json", "--hdr-log", second.path()]));
+    let merged = json_of(&bench(&["merge", first.path(), second.path(), "--json"]));
+
+    // The logs read back, each with as many latencies as its run had responses.
+    let (mut union, b_latencies) = (logged_latencies(first.path()), logged_latencies(second.path()));
+    assert_eq!((union.len(), b_latencies.len()), (count(&a, "/requests"), count(&b, "/requests")));
+    union.add(&b_latencies).expect("same bounds");
+
+    for pointer in ["/requests", "/bytes_read", "/status/200", "/errors/total", "/non_2xx_3xx"] {
+        assert_eq!(count(&merged, pointer), count(&a, pointer) + count(&b, pointer), "{pointer}: {merged:#}");
+    }
+    assert_eq!(merged["runs"].as_array().map(Vec::len), Some(2), "{merged:#}");
+    let percentiles = [("50", 0.5), ("90", 0.9), ("99", 0.99), ("99.9", 0.999), ("100", 1.0)];
+    for (label, quantile) in percentiles {
+        let pointer = format!("/latency_us/percentiles/{label}");
+        assert_eq!(count(&merged, &pointer), union.value_at_quantile(quantile), "p{label}: {merged:#}");
+    }
+    assert_eq!(
+        (count(&merged, "/latency_us/min"), count(&merged, "/latency_us/max")),
+        (union.min(), union.max())
+    );
+}
+
+#[test]
+fn a_run_starts_at_its_wall_clock_instant() {
+    let (server, _) = counting_server();
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).expect("after 1970").as_secs_f64();
+    let at = format!("{:.3}", now + 2.0);
+    let report = json_of(&bench(&[&server.url(), "-n", "10", "-t", "1", "--start-at", &at, "--json"]));
+    let started_at = report["started_at"].as_str().unwrap_or_default();
+    let started_at = time::OffsetDateTime::parse(started_at, &time::format_description::well_known::Rfc3339)
+        .unwrap_or_else(|e| panic!("{started_at:?}: {e}"));
+    let started = (started_at - time::OffsetDateTime::UNIX_EPOCH).as_seconds_f64();
+    assert!(started >= now + 2.0 - 0.001, "started at {started}, asked for {at}");
+    assert_eq!(count(&report, "/requests"), 10, "{report:#}");
 }

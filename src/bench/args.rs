@@ -2,9 +2,11 @@
 //! that would overflow, panic or make no sense later is a usage error now (exit
 //! status 2), with the range it must be in.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use clap::ValueEnum;
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
 
 use super::report::Report;
 use super::target::Target;
@@ -99,7 +101,21 @@ fn is_token(text: &str) -> bool {
     !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
-/// What makes a run exit with status 1.
+/// `--start-at`: RFC 3339 (`2025-06-01T12:00:00Z`, `2025-06-01T14:00:00+02:00`,
+/// what `date -Iseconds` prints) or Unix seconds (`1748779200`, `1748779200.5`,
+/// what `date +%s` prints).
+pub fn start_at(text: &str) -> Result<SystemTime, String> {
+    let bad =
+        || format!("{text:?} is not a time: RFC 3339 (2025-06-01T12:00:00Z) or Unix seconds (1748779200)");
+    if text.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        let seconds: f64 = text.parse().map_err(|_| bad())?;
+        let since_epoch = Duration::try_from_secs_f64(seconds).map_err(|_| bad())?;
+        return SystemTime::UNIX_EPOCH.checked_add(since_epoch).ok_or_else(bad);
+    }
+    OffsetDateTime::parse(text, &Rfc3339).map(SystemTime::from).map_err(|_| bad())
+}
+
+/// What makes a run (or a merge) exit with status 1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum FailOn {
     /// Any error, or any response that is neither 2xx nor 3xx.
@@ -187,6 +203,18 @@ mod tests {
         assert!(method("PATCH").is_ok());
         for bad in ["", "GET /", "GET\r\n", "G\u{e9}T"] {
             assert!(method(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn start_times_in_either_form() {
+        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_748_779_200);
+        assert_eq!(start_at("1748779200"), Ok(at));
+        assert_eq!(start_at("1748779200.5"), Ok(at + Duration::from_millis(500)));
+        assert_eq!(start_at("2025-06-01T12:00:00Z"), Ok(at));
+        assert_eq!(start_at("2025-06-01T14:00:00+02:00"), Ok(at));
+        for bad in ["tomorrow", "2025-06-01", "1.2.3", "", "2025-06-01T12:00:00"] {
+            assert!(start_at(bad).is_err(), "{bad:?}");
         }
     }
 }

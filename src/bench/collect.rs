@@ -1,7 +1,7 @@
 //! The run's seconds, gathered from the load threads as they pass: each thread sends
 //! the latencies of every second it ran ([`Tick`]); once every thread is past a
-//! second, the second is complete and goes to the progress line and the total
-//! histogram.
+//! second, the second is complete and goes to the interval log, the progress line
+//! and the total histogram.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
+use super::report::hdrlog::LogWriter;
 use super::report::text::Micros;
 use super::report::{add_histogram, new_histogram};
 
@@ -44,17 +45,23 @@ pub struct Collector<'a> {
     /// The first second not complete yet.
     next_out: u64,
     total: Histogram<u64>,
+    log: Option<&'a mut LogWriter>,
     /// Where the progress line goes, if anywhere.
     progress: Option<Box<dyn Write + 'a>>,
 }
 
 impl<'a> Collector<'a> {
-    pub fn new(threads: usize, progress: Option<Box<dyn Write + 'a>>) -> Collector<'a> {
+    pub fn new(
+        threads: usize,
+        log: Option<&'a mut LogWriter>,
+        progress: Option<Box<dyn Write + 'a>>,
+    ) -> Collector<'a> {
         Collector {
             next: vec![0; threads],
             pending: BTreeMap::new(),
             next_out: 0,
             total: new_histogram(),
+            log,
             progress,
         }
     }
@@ -95,13 +102,16 @@ impl<'a> Collector<'a> {
         Ok(Collected { latency: self.total })
     }
 
-    /// Second `next_out` is complete: adds it up and shows it.
+    /// Second `next_out` is complete: adds it up, logs it and shows it.
     fn complete(&mut self, length: Duration) -> Result<(), String> {
         let index = self.next_out;
         self.next_out += 1;
         let Second { latency, errors } =
             self.pending.remove(&index).unwrap_or_else(|| Second { latency: new_histogram(), errors: 0 });
         add_histogram(&mut self.total, &latency);
+        if let Some(log) = &mut self.log {
+            log.interval(Duration::from_secs(index), length, &latency)?;
+        }
         if let Some(progress) = &mut self.progress {
             let line = progress_line(index + 1, &latency, errors, length);
             let _ = write!(progress, "\r\x1b[2K{line}");
@@ -155,7 +165,7 @@ mod tests {
     #[test]
     fn a_second_is_shown_once_every_thread_is_past_it_and_with_its_own_figures() {
         let screen = Screen::default();
-        let mut collector = Collector::new(2, Some(Box::new(screen.clone())));
+        let mut collector = Collector::new(2, None, Some(Box::new(screen.clone())));
         // Second 1: fast; second 2: slow. A running average would hide the stall.
         collector.receive(tick(0, 0, &[100; 99], 0, false)).expect("received");
         assert!(screen.0.borrow().is_empty(), "thread 1 has not reported second 1 yet");
@@ -180,7 +190,7 @@ mod tests {
     #[test]
     fn a_thread_that_skipped_seconds_leaves_them_empty() {
         let screen = Screen::default();
-        let mut collector = Collector::new(1, Some(Box::new(screen.clone())));
+        let mut collector = Collector::new(1, None, Some(Box::new(screen.clone())));
         collector.receive(tick(0, 0, &[10], 0, false)).expect("received");
         collector.receive(tick(0, 3, &[10, 10], 0, true)).expect("received");
         let collected = collector.finish(Duration::from_secs(4)).expect("finished");

@@ -1,6 +1,6 @@
 //! `percore bench`: a load generator on percore's own loop, built on the library's
-//! public API alone (this is the binary's code): the run, the load protocol, the
-//! report.
+//! public API alone (this is the binary's code): the command line's meaning, then
+//! the run, the load protocol, the collection of its seconds, and the report.
 //!
 //! Exit status: 0 when every request succeeded, 1 when any failed (as `--fail-on`
 //! says) or the run could not start, 2 for a usage error (clap's own status).
@@ -8,6 +8,7 @@
 pub mod args;
 mod collect;
 mod load;
+mod merge;
 mod report;
 mod run;
 mod target;
@@ -20,19 +21,28 @@ use std::time::Duration;
 use signal_hook::consts::SIGINT;
 
 pub use args::FailOn;
+use report::hdrlog::LogWriter;
 use report::{json, Mode, Report, Stop};
-use run::BenchOptions;
+use run::{BenchOptions, Outputs};
 pub use target::Target;
 use target::{names, RequestSpec};
 
-use crate::commands::{BenchArgs, ReportArgs};
+use crate::commands::{BenchArgs, BenchCommand, ReportArgs};
 
 pub fn run(args: BenchArgs) -> Result<(), String> {
+    if let Some(BenchCommand::Merge(merge)) = &args.command {
+        let report = merge::merge(&merge.logs)?;
+        return output(&report, &merge.report);
+    }
     // First: a --body-file (a FIFO) may keep `options` waiting.
     let interrupted = on_ctrl_c().map_err(|e| format!("cannot handle Ctrl-C: {e}"))?;
     let options = options(&args);
+    let mut log = args.hdr_log.as_deref().map(LogWriter::create).transpose()?;
     let progress = std::io::stdout().is_terminal().then(|| Box::new(std::io::stdout()) as Box<dyn Write>);
-    let report = run::run(&options, &interrupted, progress)?;
+    let report = run::run(&options, &interrupted, Outputs { log: log.as_mut(), progress })?;
+    if let Some(log) = log {
+        log.finish(&report)?;
+    }
     output(&report, &args.report)
 }
 
@@ -69,7 +79,7 @@ fn output(report: &Report, args: &ReportArgs) -> Result<(), String> {
 /// The run the command line asks for; exits with status 2 for what clap cannot
 /// check alone.
 fn options(args: &BenchArgs) -> BenchOptions {
-    let target = args.url.clone();
+    let Some(target) = args.url.clone() else { usage("a URL to load is required") };
     let body: Option<Arc<[u8]>> = match (&args.body, &args.body_file) {
         (Some(text), _) => Some(Arc::from(text.as_bytes())),
         (None, Some(path)) => match std::fs::read(path) {
@@ -115,6 +125,7 @@ fn options(args: &BenchArgs) -> BenchOptions {
         method,
         timeout: args.timeout,
         max_response: args.max_response_size,
+        start_at: args.start_at,
     }
 }
 

@@ -13,6 +13,7 @@ use percore::reactor::{Config, Reactor};
 
 use super::collect::{Collector, Tick};
 use super::load::{Load, Plan, Schedule};
+use super::report::hdrlog::LogWriter;
 use super::report::{new_histogram, Counts, Mode, Report, RunInfo, Stop};
 use super::target::{Request, Target};
 
@@ -44,6 +45,8 @@ pub struct BenchOptions {
     pub timeout: Duration,
     /// The most bytes one response may take.
     pub max_response: u64,
+    /// When to start sending (wall clock); now if `None`.
+    pub start_at: Option<SystemTime>,
 }
 
 impl BenchOptions {
@@ -66,21 +69,29 @@ impl BenchOptions {
     }
 }
 
-/// Runs the benchmark until it ends or `interrupted` is set; each second's figures
-/// go to `progress`, if given. A target that cannot be resolved or refuses a first
-/// connection is an error before any load is sent.
-pub fn run(
-    options: &BenchOptions,
-    interrupted: &AtomicBool,
-    progress: Option<Box<dyn std::io::Write + '_>>,
-) -> Result<Report, String> {
+/// Where a run's seconds go as it runs.
+pub struct Outputs<'a> {
+    pub log: Option<&'a mut LogWriter>,
+    pub progress: Option<Box<dyn std::io::Write + 'a>>,
+}
+
+/// Runs the benchmark until it ends or `interrupted` is set. A target that cannot
+/// be resolved or refuses a first connection is an error before any load is sent.
+pub fn run(options: &BenchOptions, interrupted: &AtomicBool, outputs: Outputs<'_>) -> Result<Report, String> {
     let addr = options.target.resolve()?;
     let probe_timeout = options.timeout.min(Duration::from_secs(5));
     TcpStream::connect_timeout(&addr, probe_timeout)
         .map_err(|e| format!("cannot connect to {} ({addr}): {e}", options.target.as_str()))?;
+    if let Some(at) = options.start_at {
+        wait_until(at, interrupted);
+    }
     let threads = options.threads();
     let (started_at, start) = (SystemTime::now(), Instant::now());
-    let mut collector = Collector::new(threads, progress);
+    let Outputs { mut log, progress } = outputs;
+    if let Some(log) = &mut log {
+        log.begin(started_at)?;
+    }
+    let mut collector = Collector::new(threads, log, progress);
     let (ticks, received) = mpsc::channel();
     let (counts, collected) = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
@@ -93,7 +104,11 @@ pub fn run(
         drop(ticks);
         let mut collecting = Ok(());
         for tick in received {
-            collecting = collecting.and(collector.receive(tick));
+            if let Err(e) = collector.receive(tick) {
+                // The log cannot be written: the run ends, and says why.
+                interrupted.store(true, Ordering::SeqCst);
+                collecting = collecting.and(Err(e));
+            }
         }
         let counts: Vec<_> = handles
             .into_iter()
@@ -111,6 +126,16 @@ pub fn run(
     report.duration = duration;
     report.interrupted = interrupted.load(Ordering::SeqCst);
     Ok(report)
+}
+
+/// Sleeps until the wall clock reads `at`, or Ctrl-C.
+fn wait_until(at: SystemTime, interrupted: &AtomicBool) {
+    while let Ok(left) = at.duration_since(SystemTime::now()) {
+        if interrupted.load(Ordering::Relaxed) || left.is_zero() {
+            return;
+        }
+        std::thread::sleep(left.min(MAX_WAIT));
+    }
 }
 
 /// One thread's share of the run.

@@ -1,14 +1,17 @@
 //! The JSON report: every field of the text one, numbers unformatted (latencies in
 //! µs), and what ran. Its fields are documented in the README and kept stable; a
 //! change of meaning gets a new `format`.
+//!
+//! The same object, on one line, ends an interval log: `percore bench merge` reads
+//! the counts back from it ([`Logged::from_json`]).
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use serde_json::{json, Map, Value};
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
-use super::{LatencySummary, Mode, Report, RunInfo, Stop, PERCENTILES};
+use super::{Counts, Errors, LatencySummary, Mode, Report, RunInfo, Stop, PERCENTILES};
 
 /// The `format` of the objects written here.
 pub const FORMAT: &str = "percore-bench/1";
@@ -83,11 +86,77 @@ pub fn rfc3339(at: SystemTime) -> String {
     at.format(&Rfc3339).unwrap_or_else(|_| "1970-01-01T00:00:00Z".into())
 }
 
+/// What a report written by [`to_json`] says of a run, without its latencies (which
+/// the interval log holds).
+#[derive(Debug)]
+pub struct Logged {
+    pub runs: Vec<RunInfo>,
+    pub started_at: SystemTime,
+    pub duration: Duration,
+    pub interrupted: bool,
+    pub counts: Counts,
+}
+
+impl Logged {
+    /// Reads back what [`to_json`] wrote; `None` for anything else.
+    pub fn from_json(value: &Value) -> Option<Logged> {
+        if value.get("format")?.as_str()? != FORMAT {
+            return None;
+        }
+        let runs = value.get("runs")?.as_array()?.iter().map(run_from_json).collect::<Option<Vec<_>>>()?;
+        let started_at = OffsetDateTime::parse(value.get("started_at")?.as_str()?, &Rfc3339).ok()?.into();
+        let duration = Duration::try_from_secs_f64(value.get("duration_s")?.as_f64()?).ok()?;
+        let errors = value.get("errors")?;
+        let count = |key: &str| errors.get(key)?.as_u64();
+        let mut counts = Counts {
+            requests: value.get("requests")?.as_u64()?,
+            bytes_read: value.get("bytes_read")?.as_u64()?,
+            errors: Errors {
+                connect: count("connect")?,
+                read: count("read")?,
+                write: count("write")?,
+                timeout: count("timeout")?,
+                parse: count("parse")?,
+            },
+            ..Counts::default()
+        };
+        for (code, n) in value.get("status")?.as_object()? {
+            counts.status.add(code.parse().ok()?, n.as_u64()?);
+        }
+        let interrupted = value.get("interrupted")?.as_bool()?;
+        Some(Logged { runs, started_at, duration, interrupted, counts })
+    }
+}
+
+fn run_from_json(run: &Value) -> Option<RunInfo> {
+    let text = |key: &str| Some(run.get(key)?.as_str()?.to_string());
+    let size = |key: &str| usize::try_from(run.get(key)?.as_u64()?).ok();
+    let mode = match run.get("mode")?.as_str()? {
+        "keep-alive" => Mode::KeepAlive,
+        "pipeline" => Mode::Pipeline(size("pipeline")?),
+        "close" => Mode::Close,
+        _ => return None,
+    };
+    let stop = run.get("stop")?;
+    let stop = match (stop.get("after_s"), stop.get("requests")) {
+        (Some(after), _) => Stop::After(Duration::try_from_secs_f64(after.as_f64()?).ok()?),
+        (None, Some(n)) => Stop::Requests(n.as_u64()?),
+        (None, None) => return None,
+    };
+    Some(RunInfo {
+        url: text("url")?,
+        method: text("method")?,
+        mode,
+        rate: run.get("rate")?.as_f64(),
+        threads: size("threads")?,
+        connections: size("connections")?,
+        stop,
+        timeout: Duration::try_from_secs_f64(run.get("timeout_s")?.as_f64()?).ok()?,
+    })
+}
+
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
-    use super::super::Errors;
     use super::*;
 
     fn report() -> Report {
@@ -183,5 +252,19 @@ mod tests {
             (Some(1), Some(1000))
         );
         assert_eq!(json["latency_us"]["mean"], 500.5);
+    }
+
+    #[test]
+    fn what_is_written_reads_back() {
+        let report = report();
+        let logged = Logged::from_json(&to_json(&report)).expect("reads back");
+        assert_eq!(logged.runs, report.runs);
+        assert_eq!(
+            (logged.started_at, logged.duration, logged.interrupted),
+            (report.started_at, report.duration, false)
+        );
+        assert_eq!(logged.counts, report.counts);
+        assert!(Logged::from_json(&json!({ "format": "percore-bench/0" })).is_none());
+        assert!(Logged::from_json(&json!([1, 2])).is_none());
     }
 }

@@ -1,10 +1,13 @@
 //! What a benchmark run measured: counts, errors by kind, responses by status code,
-//! and the latency histogram, with a description of what ran. A [`Report`] is
-//! printed as text ([`text`]) or JSON ([`json`]).
+//! and the latency histogram, with a description of what ran. One [`Report`] is one
+//! run, or several merged (`percore bench merge`); it is printed as text
+//! ([`text`]) or JSON ([`json`]), and its latencies leave the process as an
+//! HdrHistogram interval log ([`hdrlog`]).
 //!
 //! Latencies are kept in microseconds in an HDR histogram of 3 significant digits, as
 //! wrk does: a percentile is within 0.1% of the true value, whatever its magnitude.
 
+pub mod hdrlog;
 pub mod json;
 mod run_info;
 pub mod text;

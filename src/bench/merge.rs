@@ -1,0 +1,88 @@
+//! `percore bench merge FILE...`: one report of runs taken at once on several
+//! machines, from the interval logs their `--hdr-log` wrote. Counts are summed and
+//! histograms added, so the percentiles are those of every response together, never
+//! an average of percentiles; the duration runs from the first start to the last
+//! end.
+
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use super::report::hdrlog::{self, LoggedRun};
+use super::report::{add_histogram, Report};
+
+/// Reads every log and merges them into one report.
+pub fn merge(paths: &[PathBuf]) -> Result<Report, String> {
+    let logs = paths.iter().map(|path| hdrlog::read(path)).collect::<Result<Vec<_>, _>>()?;
+    Ok(merge_logs(&logs))
+}
+
+fn merge_logs(logs: &[LoggedRun]) -> Report {
+    let started_at = logs.iter().map(|log| log.logged.started_at).min().unwrap_or(SystemTime::UNIX_EPOCH);
+    let end = |log: &LoggedRun| log.logged.started_at.checked_add(log.logged.duration);
+    let ended_at = logs.iter().filter_map(end).max().unwrap_or(started_at);
+    let runs = logs.iter().flat_map(|log| log.logged.runs.iter().cloned()).collect();
+    let mut report = Report::new(runs, started_at);
+    report.duration = ended_at.duration_since(started_at).unwrap_or_default();
+    for log in logs {
+        report.interrupted |= log.logged.interrupted;
+        report.counts.add(&log.logged.counts);
+        for interval in &log.intervals {
+            add_histogram(&mut report.latency, &interval.latency);
+        }
+    }
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::super::report::hdrlog::Interval;
+    use super::super::report::json::Logged;
+    use super::super::report::{new_histogram, Counts, Mode, RunInfo, Stop};
+    use super::*;
+
+    fn log(started_at: SystemTime, latencies: &[&[u64]], status: u16) -> LoggedRun {
+        let run = RunInfo {
+            url: "http://10.0.0.1:8080/".into(),
+            method: "GET".into(),
+            mode: Mode::KeepAlive,
+            rate: None,
+            threads: 1,
+            connections: 10,
+            stop: Stop::After(Duration::from_secs(2)),
+            timeout: Duration::from_secs(10),
+        };
+        let mut counts = Counts::default();
+        let mut intervals = Vec::new();
+        for second in latencies {
+            let mut latency = new_histogram();
+            for &micros in *second {
+                latency.saturating_record(micros);
+            }
+            counts.requests += latency.len();
+            counts.status.add(status, latency.len());
+            intervals.push(Interval { latency });
+        }
+        let duration = Duration::from_secs(latencies.len() as u64);
+        let logged = Logged { runs: vec![run], started_at, duration, interrupted: false, counts };
+        LoggedRun { logged, intervals }
+    }
+
+    #[test]
+    fn counts_add_and_histograms_add() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_748_779_200);
+        // The second machine started half a second later.
+        let a = log(t0, &[&[100, 200], &[300]], 200);
+        let b = log(t0 + Duration::from_millis(500), &[&[1000; 3], &[2000]], 503);
+        let merged = merge_logs(&[a, b]);
+        assert_eq!(merged.runs.len(), 2);
+        assert_eq!(merged.started_at, t0);
+        assert_eq!(merged.duration, Duration::from_millis(2500));
+        assert_eq!(merged.counts.requests, 7);
+        assert_eq!(merged.counts.status.iter().collect::<Vec<_>>(), [(200, 3), (503, 4)]);
+        assert_eq!(merged.latency.len(), 7);
+        // The median of the union, 1000, is neither run's own (200 and 1000).
+        assert_eq!((merged.latency.value_at_quantile(0.5), merged.latency.max()), (1000, 2000));
+    }
+}
