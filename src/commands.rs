@@ -147,6 +147,10 @@ pub struct ReportArgs {
     #[arg(long)]
     pub json: bool,
 
+    /// Draw the latency by percentile and the requests per second over time, as SVG.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+
     /// What makes the exit status 1: any error or any response that is not 2xx or
     /// 3xx (any), only errors (errors: connect, read, write, timeout, parse), or
     /// nothing (never).

@@ -1,7 +1,7 @@
 //! `percore bench` as a run that lives beyond one command: Ctrl-C ends it with its
 //! report, `--hdr-log` keeps its latencies in HdrHistogram's interval log (read
 //! back here with the hdrhistogram crate's own reader), `percore bench merge` adds
-//! runs up exactly, `--start-at` waits for a wall-clock instant.
+//! runs up exactly, `--start-at` waits for a wall-clock instant, `--plot` draws.
 
 mod util;
 
@@ -176,4 +176,17 @@ fn a_run_starts_at_its_wall_clock_instant() {
     let started = (started_at - time::OffsetDateTime::UNIX_EPOCH).as_seconds_f64();
     assert!(started >= now + 2.0 - 0.001, "started at {started}, asked for {at}");
     assert_eq!(count(&report, "/requests"), 10, "{report:#}");
+}
+
+#[test]
+fn a_plot_draws_both_charts() {
+    let (server, _) = counting_server();
+    let plot = TempFile::with_contents(b"");
+    let run = bench(&[&server.url(), "-n", "500", "-c", "2", "-t", "1", "--plot", plot.path()]);
+    assert!(run.status.success(), "{}; stderr:\n{}", run.status, run.stderr);
+    let svg = std::fs::read_to_string(plot.path()).expect("the plot is written");
+    assert!(svg.starts_with("<svg"), "{svg}");
+    for text in ["latency by percentile", "responses per second", "99.9%"] {
+        assert!(svg.contains(text), "no {text:?} in the plot");
+    }
 }

@@ -2,10 +2,10 @@
 //! machines, from the interval logs their `--hdr-log` wrote. Counts are summed and
 //! histograms added, so the percentiles are those of every response together, never
 //! an average of percentiles; the duration runs from the first start to the last
-//! end.
+//! end, and the seconds of the plot line up by wall clock.
 
 use std::path::PathBuf;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use super::report::hdrlog::{self, LoggedRun};
 use super::report::{add_histogram, Report};
@@ -28,15 +28,29 @@ fn merge_logs(logs: &[LoggedRun]) -> Report {
         report.counts.add(&log.logged.counts);
         for interval in &log.intervals {
             add_histogram(&mut report.latency, &interval.latency);
+            // Each second of each run goes to the second of the merge it started in;
+            // one past the runs' own span (a damaged log) is left out of the plot.
+            let second = interval.start.duration_since(started_at).unwrap_or_default().as_secs();
+            let Some(second) = usize::try_from(second).ok().filter(|&s| s < max_seconds(report.duration))
+            else {
+                continue;
+            };
+            if second >= report.per_second.len() {
+                report.per_second.resize(second + 1, 0);
+            }
+            report.per_second[second] += interval.latency.len();
         }
     }
     report
 }
 
+/// The seconds the merged runs span, and one more for rounding.
+fn max_seconds(duration: Duration) -> usize {
+    usize::try_from(duration.as_secs().saturating_add(2)).unwrap_or(usize::MAX)
+}
+
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::super::report::hdrlog::Interval;
     use super::super::report::json::Logged;
     use super::super::report::{new_histogram, Counts, Mode, RunInfo, Stop};
@@ -55,14 +69,15 @@ mod tests {
         };
         let mut counts = Counts::default();
         let mut intervals = Vec::new();
-        for second in latencies {
+        for (i, second) in latencies.iter().enumerate() {
             let mut latency = new_histogram();
             for &micros in *second {
                 latency.saturating_record(micros);
             }
             counts.requests += latency.len();
             counts.status.add(status, latency.len());
-            intervals.push(Interval { latency });
+            let start = started_at + Duration::from_secs(i as u64);
+            intervals.push(Interval { start, latency });
         }
         let duration = Duration::from_secs(latencies.len() as u64);
         let logged = Logged { runs: vec![run], started_at, duration, interrupted: false, counts };
@@ -70,7 +85,7 @@ mod tests {
     }
 
     #[test]
-    fn counts_add_and_histograms_add() {
+    fn counts_add_histograms_add_and_seconds_line_up_by_wall_clock() {
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_748_779_200);
         // The second machine started half a second later.
         let a = log(t0, &[&[100, 200], &[300]], 200);
@@ -84,5 +99,6 @@ mod tests {
         assert_eq!(merged.latency.len(), 7);
         // The median of the union, 1000, is neither run's own (200 and 1000).
         assert_eq!((merged.latency.value_at_quantile(0.5), merged.latency.max()), (1000, 2000));
+        assert_eq!(merged.per_second, [5, 2]);
     }
 }

@@ -22,7 +22,7 @@ use signal_hook::consts::SIGINT;
 
 pub use args::FailOn;
 use report::hdrlog::LogWriter;
-use report::{json, Mode, Report, Stop};
+use report::{json, plot, Mode, Report, Stop};
 use run::{BenchOptions, Outputs};
 pub use target::Target;
 use target::{names, RequestSpec};
@@ -57,7 +57,7 @@ fn on_ctrl_c() -> std::io::Result<Arc<AtomicBool>> {
     Ok(interrupted)
 }
 
-/// Prints the report, then says by `--fail-on` whether it failed.
+/// Prints the report (and draws it), then says by `--fail-on` whether it failed.
 fn output(report: &Report, args: &ReportArgs) -> Result<(), String> {
     let text = if args.json {
         let json = serde_json::to_string_pretty(&json::to_json(report)).map_err(|e| e.to_string())?;
@@ -72,6 +72,9 @@ fn output(report: &Report, args: &ReportArgs) -> Result<(), String> {
             return Err(format!("cannot print the report: {e}"))
         }
         _ => {}
+    }
+    if let Some(path) = &args.plot {
+        plot::draw(report, path)?;
     }
     args.fail_on.check(report)
 }

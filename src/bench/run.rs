@@ -123,6 +123,7 @@ pub fn run(options: &BenchOptions, interrupted: &AtomicBool, outputs: Outputs<'_
     }
     let collected = collected?;
     report.latency = collected.latency;
+    report.per_second = collected.per_second;
     report.duration = duration;
     report.interrupted = interrupted.load(Ordering::SeqCst);
     Ok(report)

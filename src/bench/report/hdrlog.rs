@@ -88,6 +88,8 @@ impl LogWriter {
 /// One interval read back from a log.
 #[derive(Debug)]
 pub struct Interval {
+    /// When it started.
+    pub start: SystemTime,
     pub latency: Histogram<u64>,
 }
 
@@ -123,13 +125,16 @@ pub fn read(path: &Path) -> Result<LoggedRun, String> {
     Ok(LoggedRun { logged, intervals })
 }
 
-/// The intervals of a log, with HdrHistogram's own reader.
+/// The intervals of a log, with HdrHistogram's own reader: timed from the BaseTime,
+/// or (without one) from the Unix epoch, as the format says.
 fn read_intervals(log: &[u8]) -> Result<Vec<Interval>, String> {
+    let mut base = SystemTime::UNIX_EPOCH;
     let mut deserializer = Deserializer::new();
     let mut intervals = Vec::new();
     for entry in IntervalLogIterator::new(log) {
         match entry.map_err(|e| format!("not an interval log ({e:?})"))? {
-            LogEntry::BaseTime(_) | LogEntry::StartTime(_) => {}
+            LogEntry::BaseTime(since_epoch) => base = SystemTime::UNIX_EPOCH + since_epoch,
+            LogEntry::StartTime(_) => {}
             LogEntry::Interval(interval) => {
                 let encoded = base64::engine::general_purpose::STANDARD
                     .decode(interval.encoded_histogram())
@@ -137,7 +142,8 @@ fn read_intervals(log: &[u8]) -> Result<Vec<Interval>, String> {
                 let latency = deserializer
                     .deserialize(&mut &encoded[..])
                     .map_err(|e| format!("a histogram cannot be read: {e:?}"))?;
-                intervals.push(Interval { latency });
+                let start = base + interval.start_timestamp();
+                intervals.push(Interval { start, latency });
             }
         }
     }
@@ -195,6 +201,8 @@ mod tests {
         assert!(text.contains("\n1.000,0.500,1500.000,HISTF"), "{text}");
         let run = read(&path.0).expect("reads back");
         assert_eq!(run.logged.counts, report.counts);
+        let starts: Vec<_> = run.intervals.iter().map(|i| i.start).collect();
+        assert_eq!(starts, [started_at, started_at + Duration::from_secs(1)]);
         assert_eq!((&run.intervals[0].latency, &run.intervals[1].latency), (&first, &second));
     }
 

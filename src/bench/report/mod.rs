@@ -1,14 +1,15 @@
 //! What a benchmark run measured: counts, errors by kind, responses by status code,
 //! and the latency histogram, with a description of what ran. One [`Report`] is one
 //! run, or several merged (`percore bench merge`); it is printed as text
-//! ([`text`]) or JSON ([`json`]), and its latencies leave the process as an
-//! HdrHistogram interval log ([`hdrlog`]).
+//! ([`text`]) or JSON ([`json`]), drawn ([`plot`]), and its latencies leave the
+//! process as an HdrHistogram interval log ([`hdrlog`]).
 //!
 //! Latencies are kept in microseconds in an HDR histogram of 3 significant digits, as
 //! wrk does: a percentile is within 0.1% of the true value, whatever its magnitude.
 
 pub mod hdrlog;
 pub mod json;
+pub mod plot;
 mod run_info;
 pub mod text;
 
@@ -166,6 +167,8 @@ pub struct Report {
     pub counts: Counts,
     /// Response latencies in microseconds, 1 µs to 60 s, 3 significant digits.
     pub latency: Histogram<u64>,
+    /// Responses completed in each second from `started_at`, for the plot.
+    pub per_second: Vec<u64>,
 }
 
 impl Report {
@@ -178,6 +181,7 @@ impl Report {
             interrupted: false,
             counts: Counts::default(),
             latency: new_histogram(),
+            per_second: Vec::new(),
         }
     }
 
