@@ -1,14 +1,19 @@
 /*
  * The floor client: the least a keep-alive load generator can do on Linux, to measure
- * how much of a response's CPU is the kernel's. N connections, one request in flight
- * on each; an edge-triggered epoll loop reads what each ready connection has and, once
- * every ready one is read, sends each its next request, as percore bench and wrk do.
- * No parse and no timing: each read is taken for one whole response, which holds for
- * small answers (nginx's or percore's hello). Prints the responses counted and the
- * seconds they took; a connection that fails is said on stderr and not replaced.
+ * how much of a response's CPU is the kernel's. N connections, DEPTH requests in flight
+ * on each, sent in one write; an edge-triggered epoll loop reads what each ready
+ * connection has and, once every ready one is read, sends the next DEPTH requests on
+ * each connection whose requests were all answered, as percore bench and wrk do.
+ * No parse and no timing. With DEPTH 1 (the default) each read is taken for one whole
+ * response, which holds for small answers (nginx's or percore's hello). With a deeper
+ * pipeline responses are counted by their ends: each head's empty line, found by a
+ * four-state matcher that carries over from one read to the next, so a response split
+ * across reads is counted once (the hello bodies hold no empty line). Prints the
+ * responses counted and the seconds they took; a connection that fails is said on
+ * stderr and not replaced.
  *
  *     cc -O2 -o /tmp/floor-client benches/floor/client.c
- *     taskset -c 1 /tmp/floor-client PORT CONNECTIONS SECONDS
+ *     taskset -c 1 /tmp/floor-client PORT CONNECTIONS SECONDS [DEPTH]
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -17,12 +22,15 @@
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 static const char REQUEST[] = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+#define MAX_DEPTH 64
+#define MAX_FD 65536
 
 static double now(void) {
     struct timespec t;
@@ -30,12 +38,52 @@ static double now(void) {
     return t.tv_sec + t.tv_nsec / 1e9;
 }
 
+/* Per connection, when pipelining: responses still due, and how much of "\r\n\r\n" the
+ * last read ended in. */
+static int due[MAX_FD];
+static unsigned char matched[MAX_FD];
+
+/* Reads all `fd` has (edge-triggered) and counts the response ends in it. Returns the
+ * responses ended, or -1 when the connection failed. */
+static int read_ends(int fd, char *buf, size_t size) {
+    static const char END[] = "\r\n\r\n";
+    int ends = 0, m = matched[fd];
+    for (;;) {
+        ssize_t got = recv(fd, buf, size, 0);
+        if (got == 0 || (got < 0 && errno != EAGAIN))
+            return -1;
+        if (got < 0)
+            break;
+        for (ssize_t i = 0; i < got; i++) {
+            /* The only overlap of the pattern with itself: a '\r' starts it again. */
+            m = buf[i] == END[m] ? m + 1 : buf[i] == '\r';
+            if (m == 4) {
+                ends++;
+                m = 0;
+            }
+        }
+        if ((size_t)got < size)
+            break;
+    }
+    matched[fd] = m;
+    return ends;
+}
+
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: %s PORT CONNECTIONS SECONDS\n", argv[0]);
+        fprintf(stderr, "usage: %s PORT CONNECTIONS SECONDS [DEPTH]\n", argv[0]);
         return 2;
     }
     int port = atoi(argv[1]), connections = atoi(argv[2]), ep = epoll_create1(0), lost = 0;
+    int depth = argc > 4 ? atoi(argv[4]) : 1;
+    if (depth < 1 || depth > MAX_DEPTH) {
+        fprintf(stderr, "DEPTH must be 1 to %d\n", MAX_DEPTH);
+        return 2;
+    }
+    char requests[MAX_DEPTH * sizeof REQUEST];
+    size_t len = sizeof REQUEST - 1;
+    for (int i = 0; i < depth; i++)
+        memcpy(requests + i * len, REQUEST, len);
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(port)};
     inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
     for (int i = 0; i < connections; i++) {
@@ -44,32 +92,46 @@ int main(int argc, char **argv) {
             perror("connect");
             return 1;
         }
+        if (fd >= MAX_FD) {
+            fprintf(stderr, "too many connections\n");
+            return 1;
+        }
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         fcntl(fd, F_SETFL, O_NONBLOCK);
         struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.fd = fd};
         epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
-        send(fd, REQUEST, sizeof REQUEST - 1, MSG_NOSIGNAL);
+        due[fd] = depth;
+        send(fd, requests, depth * len, MSG_NOSIGNAL);
     }
     struct epoll_event events[256];
     int ready[256];
-    char buf[4096];
+    char buf[16384];
     long responses = 0;
     double start = now(), end = start + atof(argv[3]), t;
     while ((t = now()) < end) {
         int n = epoll_wait(ep, events, 256, 1000), answered = 0;
         for (int i = 0; i < n; i++) {
-            int fd = events[i].data.fd;
-            ssize_t got = recv(fd, buf, sizeof buf, 0);
-            if (got > 0) {
-                ready[answered++] = fd;
-            } else if (got == 0 || errno != EAGAIN) {
+            int fd = events[i].data.fd, ends;
+            if (depth == 1) {
+                ssize_t got = recv(fd, buf, 4096, 0);
+                ends = got > 0 ? 1 : got == 0 || errno != EAGAIN ? -1 : 0;
+            } else {
+                ends = read_ends(fd, buf, sizeof buf);
+            }
+            if (ends < 0) {
                 close(fd);
                 lost++;
+                continue;
+            }
+            responses += ends;
+            due[fd] -= ends;
+            if (due[fd] <= 0 && ends > 0) {
+                due[fd] = depth;
+                ready[answered++] = fd;
             }
         }
-        responses += answered;
         for (int i = 0; i < answered; i++)
-            send(ready[i], REQUEST, sizeof REQUEST - 1, MSG_NOSIGNAL);
+            send(ready[i], requests, depth * len, MSG_NOSIGNAL);
     }
     if (lost)
         fprintf(stderr, "%d connections failed\n", lost);
