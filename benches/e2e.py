@@ -25,6 +25,17 @@ Shapes (--shapes picks):
     python3 benches/e2e.py --rounds 3 --duration 3 --shapes ka-c100,pipe16-c100
     python3 benches/e2e.py --baseline /tmp/percore-old --servers percore,baseline,floor
 
+The load generators instead (`loaders`): one server (nginx if installed, else percore;
+--server picks) on --server-cpu, and on --load-cpu, in turn within each round, the
+generators: percore bench -t 1, wrk -t1 and the floor client (benches/floor/client.c).
+Shapes: ka-c100 (keep-alive, 100 connections), pipe16-c100 (16 requests in each write:
+percore bench --pipeline 16, wrk's pipeline script, the floor client's DEPTH 16) and
+rate (percore bench --rate R alone, --rate 50000 unless given, against its own
+unthrottled ka-c100 of the same round: no busy poll between sends). The figure is the generator's own CPU per
+response (its rusage), and each ratio the median of per-round ratios:
+
+    python3 benches/e2e.py loaders --rounds 5 --duration 10
+
 Needs taskset; wrk and ab (apache2-utils) for the loads; nginx (nginx-light) and a C
 compiler for those servers. It says what it skips and why, and never needs root.
 """
@@ -50,6 +61,8 @@ BODY_SIZE = 1024 * 1024
 
 
 def main():
+    if sys.argv[1:2] == ['loaders']:
+        return loaders_main(sys.argv[2:])
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--rounds', type=int, default=5)
     ap.add_argument('--duration', type=int, default=5, help='seconds per load (default 5)')
@@ -84,10 +97,15 @@ def main():
                     result.update(server=server, shape=shape, round=round_)
                     results.append(result)
                     say(f'round {round_ + 1}/{args.rounds} {shape:12} {server:15} ' + summary(result))
+    report(results, args, table)
+
+
+def report(results, args, make_table):
+    """Writes every measurement to --json, if given, and prints the table."""
     if args.json:
         with open(args.json, 'w') as f:
             json.dump(results, f, indent=1)
-    print(table(results, args))
+    print(make_table(results, args))
 
 
 def available_servers(args, workdir):
@@ -128,17 +146,18 @@ def servers_for(shape, servers):
     return chosen
 
 
-def build_floor(workdir):
-    """Builds the floor server into workdir; False (said why) without a compiler."""
+def build_floor(workdir, part='server'):
+    """Builds the floor's server or client into workdir (floor-server, floor-client);
+    False (said why) without a compiler."""
     cc = shutil.which('cc') or shutil.which('gcc')
     if not cc:
-        say('skipped the floor: no C compiler (apt-get install gcc)')
+        say(f'skipped the floor {part}: no C compiler (apt-get install gcc)')
         return False
-    source = os.path.join(ROOT, 'benches', 'floor', 'server.c')
-    built = subprocess.run([cc, '-O2', '-o', os.path.join(workdir, 'floor-server'), source],
+    source = os.path.join(ROOT, 'benches', 'floor', f'{part}.c')
+    built = subprocess.run([cc, '-O2', '-o', os.path.join(workdir, f'floor-{part}'), source],
                            stderr=subprocess.PIPE, text=True)
     if built.returncode != 0:
-        say(f'skipped the floor: {source} did not build:\n{built.stderr}')
+        say(f'skipped the floor {part}: {source} did not build:\n{built.stderr}')
         return False
     return True
 
@@ -360,6 +379,135 @@ def table(results, args):
             row.append(f'{statistics.median(ratios):.2f} ({" ".join(f"{x:.2f}" for x in ratios)})'
                        if ratios else '–')
         out.append('| ' + ' | '.join(row) + ' |')
+    return '\n'.join(out)
+
+
+LOADER_SHAPES = ['ka-c100', 'pipe16-c100', 'rate']
+LOADERS = ['percore', 'wrk', 'floor']
+
+
+def loaders_main(argv):
+    """`e2e.py loaders`: the load generators against one server, in rounds."""
+    ap = argparse.ArgumentParser(prog='e2e.py loaders', description='the load generators, side by side')
+    ap.add_argument('--rounds', type=int, default=5)
+    ap.add_argument('--duration', type=int, default=10, help='seconds per load (default 10)')
+    ap.add_argument('--server', choices=['nginx', 'percore'], default='nginx' if shutil.which('nginx') else 'percore')
+    ap.add_argument('--loaders', default=','.join(LOADERS))
+    ap.add_argument('--shapes', default=','.join(LOADER_SHAPES))
+    ap.add_argument('--rate', type=int, default=50000, help='the rate shape\'s requests/s (default 50000)')
+    ap.add_argument('--server-cpu', type=int, default=0)
+    ap.add_argument('--load-cpu', type=int, default=1)
+    ap.add_argument('--no-build', action='store_true', help='use target/release/percore as it is')
+    ap.add_argument('--json', help='also write every measurement to this file')
+    args = ap.parse_args(argv)
+    args.baseline = None
+    if not shutil.which('taskset'):
+        sys.exit('taskset (util-linux) is needed to pin the server and the load')
+    if not args.no_build:
+        subprocess.run(['cargo', 'build', '--release', '--quiet'], cwd=ROOT, check=True)
+    raise_open_files()
+    results = []
+    with tempfile.TemporaryDirectory(prefix='percore-loaders-') as workdir:
+        loaders = available_loaders(args.loaders.split(','), workdir)
+        shapes = [s for s in args.shapes.split(',') if s in LOADER_SHAPES]
+        lua = os.path.join(workdir, 'pipeline.lua')
+        with open(lua, 'w') as f:
+            f.write(PIPELINE_LUA)
+        env = dict(workdir=workdir, body=None, lua=lua, args=args)
+        port = free_port()
+        proc = start(args.server, 'ka-c100', port, env)
+        try:
+            run_loader('wrk' if 'wrk' in loaders else 'percore', 'ka-c100', port, env, seconds=1)  # warm-up
+            for round_ in range(args.rounds):
+                for shape in shapes:
+                    for loader in loaders:
+                        if shape == 'rate' and loader != 'percore':
+                            continue
+                        result = run_loader(loader, shape, port, env, args.duration)
+                        result.update(loader=loader, shape=shape, round=round_)
+                        results.append(result)
+                        say(f'round {round_ + 1}/{args.rounds} {shape:12} {loader:8} {result["rps"]:>10.0f} resp/s  '
+                            f'{result["cpu_us"]:6.2f} µs CPU/response  {result["errors"]}')
+        finally:
+            stop(proc)
+    report(results, args, loaders_table)
+
+
+def available_loaders(names, workdir):
+    kept = []
+    for name in names:
+        if name == 'wrk' and not shutil.which('wrk'):
+            say('skipped wrk: not installed (apt-get install wrk)')
+        elif name == 'floor' and not build_floor(workdir, 'client'):
+            pass
+        elif name in LOADERS:
+            kept.append(name)
+    return kept
+
+
+def run_loader(loader, shape, port, env, seconds):
+    """Runs one generator pinned to the load CPU; its responses, rate, and its own
+    CPU (user + system, from the rusage of the reaped child) per response."""
+    args, url = env['args'], f'http://127.0.0.1:{port}/'
+    pipelined = shape.startswith('pipe')
+    if loader == 'percore':
+        cmd = [PERCORE, 'bench', '-t', '1', '-c', '100', '-d', f'{seconds}s', '--json', '--fail-on', 'never']
+        cmd += ['--pipeline', '16'] if pipelined else []
+        cmd += ['--rate', str(args.rate)] if shape == 'rate' else []
+        cmd.append(url)
+    elif loader == 'wrk':
+        cmd = ['wrk', '-t1', '-c100', f'-d{seconds}s'] + (['-s', env['lua']] if pipelined else []) + [url]
+    else:
+        cmd = [os.path.join(env['workdir'], 'floor-client'), str(port), '100', str(seconds)]
+        cmd += ['16'] if pipelined else []
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = run(['taskset', '-c', str(args.load_cpu)] + cmd, seconds + 60)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if loader == 'percore':
+        report = json.loads(out)
+        responses, took, errors = report['requests'], report['duration_s'], report['errors']['total']
+    elif loader == 'wrk':
+        responses = int(re.search(r'(\d+) requests in', out).group(1))
+        took = responses / float(re.search(r'Requests/sec:\s+([\d.]+)', out).group(1))
+        socket_errors = re.search(r'Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)', out)
+        errors = sum(map(int, socket_errors.groups())) if socket_errors else 0
+    else:
+        responses, took = out.split()
+        responses, took, errors = int(responses), float(took), 0
+    return dict(responses=responses, rps=responses / took if took else 0.0, cpu_s=cpu,
+                cpu_us=cpu * 1e6 / responses if responses else float('nan'), errors=errors)
+
+
+def loaders_table(results, args):
+    """Medians per shape and generator, and the ratios the targets are about."""
+    def of(loader, shape):
+        return [r for r in results if r['loader'] == loader and r['shape'] == shape]
+
+    def ratios(mine, theirs, metric):
+        rounds = {r['round']: r[metric] for r in theirs}
+        return [r[metric] / rounds[r['round']] for r in mine if rounds.get(r['round'])]
+
+    def med(values, fmt='{:.2f}'):
+        return (fmt.format(statistics.median(values)) + ' (' + ' '.join(f'{v:.2f}' for v in values) + ')'
+                if values else '–')
+
+    out = [f'{args.rounds} rounds of {args.duration} s against {args.server} (one worker) on CPU '
+           f'{args.server_cpu}; each generator alone on CPU {args.load_cpu}, 100 connections; medians; a ratio '
+           f'is the median of its per-round ratios (the rounds in brackets).', '',
+           '| generator | shape | responses/s | CPU/response | CPU/response over the floor\'s | responses/s over wrk\'s |',
+           '|---|---|---|---|---|---|']
+    for shape in dict.fromkeys(r['shape'] for r in results):
+        for loader in dict.fromkeys(r['loader'] for r in results if r['shape'] == shape):
+            mine = of(loader, shape)
+            row = [loader, shape, f'{statistics.median(r["rps"] for r in mine):,.0f}',
+                   f'{statistics.median(r["cpu_us"] for r in mine):.2f} µs',
+                   med(ratios(mine, of('floor', shape), 'cpu_us')) if loader != 'floor' else '–',
+                   med(ratios(mine, of('wrk', shape), 'rps')) if loader != 'wrk' else '–']
+            out.append('| ' + ' | '.join(row) + ' |')
+    rated = ratios(of('percore', 'rate'), of('percore', 'ka-c100'), 'cpu_us')
+    if rated:
+        out += ['', f'percore bench --rate {args.rate}, CPU per response over its unthrottled keep-alive: {med(rated)}']
     return '\n'.join(out)
 
 
