@@ -41,6 +41,8 @@ compiler for those servers. It says what it skips and why, and never needs root.
 """
 import argparse, json, os, re, resource, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
 
+from procs import free_port, tree_pids, wait_listening
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PERCORE = os.path.join(ROOT, 'target', 'release', 'percore')
 PIPELINE_LUA = 'init = function(args)\n  local r = {}\n  for i = 1, 16 do r[i] = wrk.format() end\n' \
@@ -274,18 +276,6 @@ def run(cmd, timeout):
                           timeout=timeout, check=True).stdout
 
 
-def tree_pids(root):
-    pids, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        pids.append(pid)
-        try:
-            todo += [int(c) for c in open(f'/proc/{pid}/task/{pid}/children').read().split()]
-        except OSError:
-            pass
-    return pids
-
-
 def tree_cpu(root):
     """utime+stime, in seconds, of a process and its descendants."""
     total = 0.0
@@ -306,23 +296,6 @@ def kib(pid, field):
     except OSError:
         pass
     return 0
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
-
-
-def wait_listening(port, seconds=10):
-    end = time.time() + seconds
-    while time.time() < end:
-        try:
-            socket.create_connection(('127.0.0.1', port), 0.2).close()
-            return True
-        except OSError:
-            time.sleep(0.05)
-    return False
 
 
 def raise_open_files():

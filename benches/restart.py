@@ -17,7 +17,9 @@ the requests that failed (connect, read, write, timeout, parse, and non-2xx):
 
 Needs nginx (nginx-light) for its column; never needs root.
 """
-import argparse, json, os, shutil, signal, socket, subprocess, sys, tempfile, threading, time
+import argparse, json, os, shutil, signal, subprocess, sys, tempfile, threading, time
+
+from procs import children, free_port, wait_listening
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PERCORE = os.path.join(ROOT, 'target', 'release', 'percore')
@@ -204,35 +206,11 @@ def stop(server, proc, workdir):
             pass
 
 
-def children(pid):
-    try:
-        return [int(c) for c in open(f'/proc/{pid}/task/{pid}/children').read().split()]
-    except OSError:
-        return []
-
-
 def read_pid(path):
     try:
         return int(open(path).read().strip())
     except (OSError, ValueError):
         return None
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
-
-
-def wait_listening(port, seconds=10):
-    end = time.time() + seconds
-    while time.time() < end:
-        try:
-            socket.create_connection(('127.0.0.1', port), 0.2).close()
-            return True
-        except OSError:
-            time.sleep(0.05)
-    return False
 
 
 if __name__ == '__main__':
