@@ -148,7 +148,7 @@ def summarize(report):
     if 'error' in report:
         return dict(failed='-', refused=0, sent='-', detail=report['error'])
     errors = report['errors']
-    failed = errors['total'] + report['non_2xx']
+    failed = errors['total'] + report['non_2xx_3xx']
     kinds = ', '.join(f'{k} {v}' for k, v in errors.items() if k != 'total' and v)
     return dict(failed=failed, refused=errors['connect'], sent=report['requests'] + errors['total'], detail=kinds)
 
