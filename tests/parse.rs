@@ -50,6 +50,7 @@ valid! {
     same_length_twice: b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\ncontent-length: 5\r\n\r\n" => Get "/" Http11 keep=true len=5 host=Some("a");
     bare_lf: b"GET / HTTP/1.1\nHost: a\n\n" => Get "/" Http11 keep=true len=0 host=Some("a");
     leading_empty_line: b"\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n" => Get "/" Http11 keep=true len=0 host=Some("a");
+    leading_bare_lf: b"\nGET / HTTP/1.1\r\nHost: a\r\n\r\n" => Get "/" Http11 keep=true len=0 host=Some("a");
     ows_is_trimmed: b"GET / HTTP/1.1\r\nHost:  \t a.example \t\r\n\r\n" => Get "/" Http11 keep=true len=0 host=Some("a.example");
     ipv6_host_and_port: b"GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n" => Get "/" Http11 keep=true len=0 host=Some("[::1]:8080");
     empty_host: b"GET / HTTP/1.1\r\nHost:\r\n\r\n" => Get "/" Http11 keep=true len=0 host=Some("");
@@ -166,6 +167,39 @@ fn limits_map_to_their_statuses() {
     assert_eq!(Error::HeadTooLarge.status(), 431);
     assert_eq!(Error::UnsupportedVersion.status(), 505);
     assert_eq!(Error::Header.status(), 400);
+}
+
+#[test]
+fn a_partial_head_at_the_limit_waits_and_one_byte_over_is_refused() {
+    // The request line is checked as soon as it ends; after it, only the head's size.
+    let limits = Limits { request_line: 32, head: 64 };
+    let head = format!("GET / HTTP/1.1\r\nHost: a\r\nX: {}", "b".repeat(64));
+    let (at_limit, over) = (&head.as_bytes()[..64], &head.as_bytes()[..65]);
+    let mut progress = Progress::default();
+    assert_eq!(progress.parse(&at_limit[..20], &limits), Ok(Status::Partial), "the line has ended");
+    assert_eq!(progress.parse(at_limit, &limits), Ok(Status::Partial), "64 bytes: may still end in time");
+    assert_eq!(progress.parse(over, &limits), Err(Error::HeadTooLarge), "65 bytes cannot");
+    assert_eq!(parse(at_limit, &limits), Ok(Status::Partial), "a fresh parse agrees");
+    assert_eq!(parse(over, &limits), Err(Error::HeadTooLarge), "a fresh parse agrees");
+}
+
+#[test]
+fn each_error_says_what_it_refuses() {
+    let said = [
+        (Error::Method, "invalid method"),
+        (Error::Target, "invalid request target"),
+        (Error::Version, "invalid HTTP version"),
+        (Error::UnsupportedVersion, "HTTP version not supported"),
+        (Error::Header, "invalid header line"),
+        (Error::ContentLength, "invalid Content-Length"),
+        (Error::TransferEncoding, "unsupported Transfer-Encoding"),
+        (Error::Host, "missing, repeated or invalid Host"),
+        (Error::RequestLineTooLong, "request line too long"),
+        (Error::HeadTooLarge, "request head too large"),
+    ];
+    for (error, text) in said {
+        assert_eq!(error.to_string(), text, "{error:?}");
+    }
 }
 
 #[test]
