@@ -21,7 +21,6 @@ use clap::Parser;
 use percore::cli::{self, ServerArgs};
 use percore::listen::Opening;
 use percore::reactor::{Counts, Flow, Io, Protocol, Verdict};
-use percore::worker::Service;
 
 /// Longest command line, CRLF included.
 const MAX_COMMAND_LINE: usize = 512;
@@ -247,36 +246,23 @@ impl Protocol for Sink {
     fn is_busy(session: &Session) -> bool {
         session.data.is_some()
     }
-}
-
-/// The sink as the workers serve it: its flags, and what to count.
-struct SinkService(Args);
-
-impl Service for SinkService {
-    type Protocol = Sink;
-    type Config = ();
-
-    fn load(&self) -> std::io::Result<()> {
-        Ok(())
-    }
-
-    fn protocol(&self, _: &()) -> std::io::Result<Sink> {
-        Ok(Sink {
-            hostname: self.0.hostname.clone(),
-            max_message: self.0.max_message,
-            idle_timeout: Duration::from_secs(self.0.idle_timeout),
-            counts: Counts::default(),
-        })
-    }
 
     /// Messages accepted, as requests; refused, as errors.
-    fn counts(&self, sink: &Sink) -> Counts {
-        sink.counts
+    fn counts(&self) -> Counts {
+        self.counts
     }
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
     let options = args.server.options(Opening::ServerSpeaksFirst);
-    cli::serve(&options, SinkService(args))
+    let idle_timeout = Duration::from_secs(args.idle_timeout);
+    cli::serve(&options, move || {
+        Ok(Sink {
+            hostname: args.hostname.clone(),
+            max_message: args.max_message,
+            idle_timeout,
+            counts: Counts::default(),
+        })
+    })
 }

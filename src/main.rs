@@ -7,7 +7,6 @@ use clap::Parser;
 use percore::cli;
 use percore::http::{Hello, HelloConfig, Limits};
 use percore::listen::Opening;
-use percore::reactor::Counts;
 use percore::worker::Service;
 
 mod bench;
@@ -76,10 +75,6 @@ impl Service for HelloService {
 
     fn protocol(&self, config: &HelloConfig) -> std::io::Result<Hello> {
         Ok(Hello::new(config))
-    }
-
-    fn counts(&self, hello: &Hello) -> Counts {
-        hello.counts()
     }
 }
 

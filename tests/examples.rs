@@ -7,12 +7,12 @@ mod util;
 use std::io::{Read, Write};
 use std::path::Path;
 
-use util::{connect, run_capturing, tool_available, Method, Server, WAIT};
+use util::{connect, run_capturing, signal, stopped_lines, tool_available, Method, Server, WAIT};
 
 #[test]
 fn hello_serves_its_json_on_every_path_from_two_workers() {
     // Two workers on the CPUs this test may use (both on one, if it has one).
-    let server = Server::example("hello", &["--workers", "2"]);
+    let mut server = Server::example("hello", &["--workers", "2"]);
     // The master prints its workers' lines after `listening on`: wait for them.
     let two_workers = |s: &str| s.contains("worker 0 pid") && s.contains("worker 1 pid");
     server.wait_for_stderr(WAIT, "two worker lines", two_workers);
@@ -24,6 +24,12 @@ fn hello_serves_its_json_on_every_path_from_two_workers() {
         assert_eq!(response.header("Content-Type"), Some("application/json"));
         assert_eq!(response.body, b"{\"hello\":\"world\"}\n");
     }
+    // The workers' last lines count what the example's protocol answered.
+    signal(server.pid(), "TERM");
+    server.wait_exit(WAIT);
+    let stopped = stopped_lines(&server.wait_stderr_closed(WAIT));
+    assert_eq!(stopped.len(), 2, "{stopped:?}");
+    assert_eq!(stopped.iter().map(|line| line.requests).sum::<u64>(), 2, "{stopped:?}");
 }
 
 /// Sends `request` on a new connection and reads exactly as many bytes as `expected`.

@@ -143,11 +143,6 @@ impl Hello {
         }
     }
 
-    /// What this protocol counted so far.
-    pub fn counts(&self) -> Counts {
-        self.counts
-    }
-
     /// Answers now, or queues the answer for its delay; returns what the loop
     /// does next, or `None` to go on reading requests.
     fn answer(
@@ -289,6 +284,10 @@ impl Protocol for Hello {
 
     fn on_drain(&mut self) {
         self.draining = true;
+    }
+
+    fn counts(&self) -> Counts {
+        self.counts
     }
 
     fn on_tick(&mut self, now: SystemTime) {

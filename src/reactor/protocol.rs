@@ -154,11 +154,16 @@ pub trait Protocol {
     /// Called once when the loop starts a graceful stop: answer what was received,
     /// asking clients to close (HTTP: `Connection: close`).
     fn on_drain(&mut self) {}
+
+    /// What the protocol counted so far, for whoever reports on it (the workers'
+    /// live figures and last lines); nothing, unless the protocol counts.
+    fn counts(&self) -> Counts {
+        Counts::default()
+    }
 }
 
-/// What a protocol counted: requests (or messages, commands) answered, and those
-/// refused. Not part of the contract: a protocol that counts offers it to whoever
-/// reports on it (the workers' live figures and last lines).
+/// What a protocol counted ([`Protocol::counts`]): requests (or messages, commands)
+/// answered, and those refused.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
     /// Requests answered, refusals included.

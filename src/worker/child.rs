@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::live::Board;
 use super::{Event, Options, Pinning, Scheduling, Service, WorkerError};
-use crate::reactor::{DrainOptions, ListenerFate, Reactor, Wake};
+use crate::reactor::{DrainOptions, ListenerFate, Protocol, Reactor, Wake};
 use crate::sys::{self, SignalFd, TimerFd};
 
 /// What a worker is given by the master: which worker it is, and the options of all.
@@ -85,7 +85,7 @@ fn serve<S: Service>(
     let mut retired = false;
     while reactor.run().map_err(WorkerError::Loop)? == Wake::Control {
         if publish_timer.read().map_err(WorkerError::Loop)? > 0 && !retired {
-            job.board.publish(job.index, reactor.stats(), service.counts(reactor.protocol()));
+            job.board.publish(job.index, reactor.stats(), reactor.protocol().counts());
         }
         match on_signals(&signals, &mut reactor, job.options)? {
             Signalled::Nothing => {}
@@ -98,7 +98,7 @@ fn serve<S: Service>(
         pid: std::process::id(),
         cpu: job.cpu(),
         stats: reactor.stats(),
-        counts: service.counts(reactor.protocol()),
+        counts: reactor.protocol().counts(),
         retired,
     });
     Ok(())

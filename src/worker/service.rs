@@ -3,7 +3,7 @@
 
 use std::io;
 
-use crate::reactor::{Counts, Protocol};
+use crate::reactor::Protocol;
 
 /// What the workers serve. The master loads its [`Config`](Service::Config) at start
 /// and again at each reload (SIGHUP), before it forks the workers that build their
@@ -23,12 +23,6 @@ pub trait Service {
 
     /// Builds a worker's protocol, in the worker.
     fn protocol(&self, config: &Self::Config) -> io::Result<Self::Protocol>;
-
-    /// What `protocol` counted so far, for the workers' live figures and last
-    /// lines; nothing, by default.
-    fn counts(&self, _protocol: &Self::Protocol) -> Counts {
-        Counts::default()
-    }
 }
 
 impl<P: Protocol, F: Fn() -> io::Result<P>> Service for F {
