@@ -130,6 +130,8 @@ invalid! {
     method_not_a_token: b"G(T / HTTP/1.1\r\nHost: a\r\n\r\n" => Method;
     binary_garbage_fails_before_the_head_ends: b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" => Method;
     http09_request_line: b"GET /\r\n\r\n" => Version;
+    http0_version: b"GET / HTTP/0.9\r\nHost: a\r\n\r\n" => Version;
+    empty_method: b" / HTTP/1.1\r\nHost: a\r\n\r\n" => Method;
     lowercase_version: b"GET / http/1.1\r\nHost: a\r\n\r\n" => Version;
     version_with_junk: b"GET / HTTP/1.1x\r\nHost: a\r\n\r\n" => Version;
     http2_preface: b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" => UnsupportedVersion;
@@ -167,6 +169,27 @@ fn limits_map_to_their_statuses() {
     assert_eq!(Error::HeadTooLarge.status(), 431);
     assert_eq!(Error::UnsupportedVersion.status(), 505);
     assert_eq!(Error::Header.status(), 400);
+}
+
+#[test]
+fn a_request_line_and_a_head_exactly_at_their_limits_are_taken() {
+    let request = b"GET /abcdef HTTP/1.1\r\nHost: a\r\n\r\n";
+    let line = request.iter().position(|&b| b == b'\r').unwrap();
+    let exact = Limits { request_line: line, head: request.len() };
+    assert!(matches!(parse(request, &exact), Ok(Status::Complete(_))));
+    let line_over = Limits { request_line: line - 1, ..exact };
+    assert_eq!(parse(request, &line_over), Err(Error::RequestLineTooLong));
+    let head_over = Limits { head: request.len() - 1, ..exact };
+    assert_eq!(parse(request, &head_over), Err(Error::HeadTooLarge));
+}
+
+#[test]
+fn the_method_is_checked_one_byte_past_the_longest_line() {
+    // A non-token byte right after the longest line allowed is still the method's
+    // (400); one further, the line is only too long (414).
+    let limits = Limits { request_line: 8, head: 1024 };
+    assert_eq!(parse(b"GETXXXXX( / HTTP/1.1\r\nHost: a\r\n\r\n", &limits), Err(Error::Method));
+    assert_eq!(parse(b"GETXXXXXX( / HTTP/1.1\r\nHost: a\r\n\r\n", &limits), Err(Error::RequestLineTooLong));
 }
 
 #[test]
