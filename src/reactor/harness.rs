@@ -86,6 +86,11 @@ impl<P: Protocol> Harness<P> {
         self.protocol.on_tick(now);
     }
 
+    /// Calls [`Protocol::on_drain`], as the loop does when a graceful stop begins.
+    pub fn drain(&mut self) {
+        self.protocol.on_drain();
+    }
+
     /// Calls [`Protocol::on_close`].
     pub fn close(&mut self, closed: Closed, unconsumed: &[u8]) {
         self.timers.cancel(TOKEN);
