@@ -397,3 +397,16 @@ impl<P: Protocol> Reactor<P> {
 fn open_reserve() -> Option<File> {
     File::open("/dev/null").ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_loops_own_tokens_name_no_connection() {
+        for own in [LISTENER, CONTROL] {
+            assert!(Token(own).index() > MAX_INDEX as usize, "{own:#x} names a slot");
+        }
+        assert_ne!(LISTENER, CONTROL);
+    }
+}
