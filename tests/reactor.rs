@@ -4,10 +4,11 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use percore::listen::{self, ListenOptions, Opening};
-use percore::reactor::{Config, ConnId, Flow, Io, Protocol, Reactor, Verdict};
+use percore::reactor::{Config, ConnId, Flow, Io, Protocol, Reactor, Verdict, Wake};
 
 /// Bound on every wait for the loop or the peer.
 const WAIT: Duration = Duration::from_secs(10);
@@ -120,6 +121,34 @@ fn a_server_greets_a_connection_that_has_sent_nothing() {
     let mut first = client(addr);
     turn_until(&mut reactor, "the connection accepted", |r| r.protocol().opened.len() == 1);
     assert_eq!(read_text(&mut first, 11), "220 ready\r\n");
+}
+
+#[test]
+fn stats_count_the_connections_accepted_and_open() {
+    let (mut reactor, addr) = reactor(Recorder::default(), Opening::ServerSpeaksFirst, Config::default());
+    let first = client(addr);
+    let _second = client(addr);
+    turn_until(&mut reactor, "two connections accepted", |r| r.protocol().opened.len() == 2);
+    assert_eq!((reactor.stats().accepted, reactor.stats().open), (2, 2));
+    drop(first);
+    turn_until(&mut reactor, "the first connection closed", |r| r.stats().open == 1);
+    assert_eq!(reactor.stats().accepted, 2);
+}
+
+#[test]
+fn a_watched_descriptor_ends_the_turn_with_a_control_wake() {
+    let (mut reactor, _addr) = reactor(Recorder::default(), Opening::ServerSpeaksFirst, Config::default());
+    let (mut writer, reader) = std::os::unix::net::UnixStream::pair().expect("a socket pair");
+    reactor.watch(reader.as_raw_fd()).expect("watching");
+    assert_eq!(reactor.turn(Some(Duration::from_millis(10))).expect("a turn"), None, "nothing to read yet");
+    writer.write_all(b"!").expect("writing");
+    let deadline = Instant::now() + WAIT;
+    loop {
+        match reactor.turn(Some(Duration::from_millis(10))).expect("a turn") {
+            Some(wake) => break assert_eq!(wake, Wake::Control),
+            None => assert!(Instant::now() < deadline, "no control wake within {WAIT:?}"),
+        }
+    }
 }
 
 #[test]
