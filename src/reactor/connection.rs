@@ -214,3 +214,184 @@ impl<S> Connection<S> {
         self.deadline = self.deadline.saturating_add(earned).min(ceiling);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::os::unix::net::UnixStream;
+
+    const CONFIG: Config = Config {
+        max_connections: 16,
+        request_timeout: 10,
+        min_body_rate: 100,
+        idle_timeout: 60,
+        send_timeout: 30,
+        max_pending_input: 1024,
+    };
+
+    /// A connection on a socket whose peer is returned; its send buffer is small, so
+    /// that a few kilobytes fill it.
+    fn connection() -> (Connection<()>, UnixStream) {
+        let (ours, peer) = UnixStream::pair().expect("a socket pair");
+        ours.set_nonblocking(true).expect("non-blocking");
+        socket2::SockRef::from(&ours).set_send_buffer_size(4096).expect("a small send buffer");
+        (Connection::new(OwnedFd::from(ours)), peer)
+    }
+
+    fn output(bytes: &[u8]) -> Output {
+        let mut output = Output::new();
+        output.write(bytes);
+        output
+    }
+
+    /// A connection with output the socket did not take.
+    fn with_unsent() -> (Connection<()>, UnixStream) {
+        let (mut conn, peer) = connection();
+        conn.send(&output(&[b'x'; 100_000])).expect("a send");
+        assert!(conn.unsent() > 0, "the socket took everything; the test needs it full");
+        (conn, peer)
+    }
+
+    #[test]
+    fn an_open_connection_with_nothing_pending_is_idle_and_held_to_the_idle_timeout() {
+        let (mut conn, _peer) = connection();
+        assert!(conn.is_idle());
+        conn.rearm(100, &CONFIG, false, false);
+        assert_eq!(conn.deadline, 161, "60 s, and a second for the clock's whole seconds");
+        conn.rearm(150, &CONFIG, false, false);
+        assert_eq!(conn.deadline, 211, "activity restarts the idle timeout");
+    }
+
+    #[test]
+    fn a_protocol_timer_takes_the_place_of_the_loops_timeouts() {
+        let (mut conn, _peer) = connection();
+        conn.rearm(100, &CONFIG, true, true);
+        assert_eq!(conn.deadline, 0, "busy, but its own timer decides");
+    }
+
+    #[test]
+    fn a_partial_request_is_held_to_the_request_timeout_from_its_first_byte() {
+        let (mut conn, _peer) = connection();
+        conn.pending_input = b"GE".to_vec();
+        assert!(!conn.is_idle());
+        conn.rearm(100, &CONFIG, false, false);
+        assert_eq!(conn.deadline, 111);
+        conn.pending_input.push(b'T');
+        conn.rearm(105, &CONFIG, false, false);
+        assert_eq!(conn.deadline, 111, "bytes that complete nothing do not extend it");
+        // A request completed and the next one begun: its deadline starts afresh.
+        conn.input_consumed = 30;
+        conn.rearm(106, &CONFIG, false, false);
+        assert_eq!(conn.deadline, 117);
+    }
+
+    #[test]
+    fn a_body_earns_a_second_per_min_body_rate_bytes_up_to_the_request_timeout() {
+        let (mut conn, _peer) = connection();
+        conn.rearm(100, &CONFIG, true, false);
+        assert_eq!(conn.deadline, 111, "a busy protocol is held to the request timeout");
+        conn.rearm(102, &CONFIG, true, false);
+        assert_eq!(conn.deadline, 111, "nothing arrived: no time earned");
+        conn.input_consumed = 250;
+        conn.rearm(105, &CONFIG, true, false);
+        assert_eq!(conn.deadline, 113, "250 bytes at 100 B/s: two seconds, 50 bytes of credit");
+        conn.input_consumed = 50;
+        conn.rearm(105, &CONFIG, true, false);
+        assert_eq!(conn.deadline, 114, "the credit and 50 more: a third second");
+        conn.input_consumed = 10_000;
+        conn.rearm(106, &CONFIG, true, false);
+        assert_eq!(conn.deadline, 117, "never more than the request timeout ahead");
+        let no_minimum = Config { min_body_rate: 0, ..CONFIG };
+        conn.input_consumed = 1;
+        conn.rearm(110, &no_minimum, true, false);
+        assert_eq!(conn.deadline, 121, "with no minimum rate any progress restarts it");
+        let no_timeout = Config { request_timeout: 0, ..CONFIG };
+        conn.input_consumed = 1;
+        conn.rearm(111, &no_timeout, true, false);
+        assert_eq!(conn.deadline, 121, "with no request timeout nothing is earned");
+    }
+
+    #[test]
+    fn credit_earned_under_one_timeout_does_not_carry_into_the_next() {
+        let (mut conn, _peer) = connection();
+        conn.rearm(100, &CONFIG, true, false);
+        conn.input_consumed = 50;
+        conn.rearm(101, &CONFIG, true, false);
+        assert_eq!(conn.deadline, 111, "50 bytes: no second yet");
+        conn.rearm(102, &CONFIG, false, false);
+        assert_eq!(conn.deadline, 163, "the body ended: idle");
+        conn.rearm(103, &CONFIG, true, false);
+        assert_eq!(conn.deadline, 114, "a new body: a new deadline");
+        conn.input_consumed = 50;
+        conn.rearm(104, &CONFIG, true, false);
+        assert_eq!(conn.deadline, 114, "the first body's 50 bytes are not the second's");
+    }
+
+    #[test]
+    fn unsent_output_is_held_to_the_send_timeout_which_only_the_peers_progress_extends() {
+        let (mut conn, mut peer) = with_unsent();
+        assert!(!conn.is_idle(), "output waits");
+        conn.rearm(100, &CONFIG, false, false);
+        assert_eq!(conn.deadline, 131);
+        conn.flush().expect("a flush");
+        conn.rearm(110, &CONFIG, false, false);
+        assert_eq!(conn.deadline, 131, "the socket is still full: no progress");
+        let read = peer.read(&mut vec![0; 16_384]).expect("the peer reads some");
+        assert!(read > 0, "the peer read nothing");
+        conn.flush().expect("a flush");
+        conn.rearm(120, &CONFIG, false, false);
+        assert_eq!(conn.deadline, 151, "the peer took some: the send timeout starts again");
+    }
+
+    #[test]
+    fn a_lingering_connection_is_held_to_the_linger_deadline() {
+        let (mut conn, _peer) = connection();
+        conn.phase = Phase::Lingering;
+        assert!(!conn.is_idle());
+        conn.rearm(100, &CONFIG, false, false);
+        assert_eq!(conn.deadline, 106);
+        conn.rearm(103, &CONFIG, false, false);
+        assert_eq!(conn.deadline, 106, "not extended by what the peer still sends");
+    }
+
+    #[test]
+    fn output_queued_behind_unsent_output_arrives_after_it_and_a_sent_one_holds_no_queue() {
+        let (mut conn, mut peer) = with_unsent();
+        let first = conn.unsent();
+        conn.send(&output(b"second")).expect("a send");
+        assert_eq!(conn.unsent(), first + 6, "queued behind the first");
+        let reading = std::thread::spawn(move || {
+            let mut all = Vec::new();
+            peer.read_to_end(&mut all).map(|_| all)
+        });
+        while conn.unsent() > 0 {
+            conn.flush().expect("a flush");
+            std::thread::yield_now();
+        }
+        assert!(conn.queue.is_none(), "an emptied queue's memory is released");
+        drop(conn);
+        let received = reading.join().expect("the reader").expect("reading");
+        assert_eq!(received.len(), 100_006);
+        assert!(received.ends_with(b"xsecond"), "in order");
+
+        let (mut conn, _peer) = connection();
+        conn.send(&output(b"small")).expect("a send");
+        assert!(conn.queue.is_none(), "all sent at once: no queue");
+    }
+
+    #[test]
+    fn a_connecting_socket_queues_its_output_until_connected() {
+        let (mut conn, mut peer) = connection();
+        conn.connecting = true;
+        conn.send(&output(b"hello")).expect("a send");
+        conn.flush().expect("a flush");
+        assert_eq!(conn.unsent(), 5, "nothing sent while connecting");
+        conn.connecting = false;
+        conn.flush().expect("a flush");
+        assert_eq!(conn.unsent(), 0);
+        let mut buf = [0; 5];
+        peer.read_exact(&mut buf).expect("the peer reads");
+        assert_eq!(&buf, b"hello");
+    }
+}
