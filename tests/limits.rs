@@ -476,6 +476,45 @@ fn half_close_with_bytes_after_a_closing_request_gets_the_whole_answer() {
     }
 }
 
+/// Sends `first`, waits until the server's answer has arrived (it has closed or
+/// begun to linger by then), sends `then` and half-closes, and reads to the end: a
+/// server that closed instead of lingering makes the kernel reset the connection on
+/// the bytes that come after, and the answer is lost.
+fn answer_with_bytes_arriving_after_it(server: &Server, first: &[u8], then: &[u8]) -> String {
+    let mut stream = connect(server.addr());
+    stream.write_all(first).expect("sending the request");
+    let arrived = wait_until(WAIT, || stream.peek(&mut [0; 1]).is_ok_and(|n| n > 0));
+    assert!(arrived, "no answer within {WAIT:?}");
+    // Written in pieces: after a reset, a piece fails instead of all being taken.
+    for piece in then.chunks(4096) {
+        stream.write_all(piece).expect("sending after the answer: the server must still be reading");
+    }
+    stream.shutdown(std::net::Shutdown::Write).expect("half-closing");
+    let mut all = Vec::new();
+    stream.read_to_end(&mut all).expect("the answer, then a clean end of stream, not a reset");
+    String::from_utf8_lossy(&all).into_owned()
+}
+
+#[test]
+fn bytes_after_a_closing_request_in_one_short_read_keep_the_connection_lingering() {
+    // The closing request and some bytes after it arrive in one read that does not
+    // fill the buffer: the unconsumed bytes alone say the peer may go on sending.
+    let (server, _) = one_worker(&[]);
+    let first = [&b"GET / HTTP/1.0\r\n\r\n"[..], &[b'x'; 1000]].concat();
+    let text = answer_with_bytes_arriving_after_it(&server, &first, &[b'y'; 200_000]);
+    assert!(text.starts_with(OK) && text.as_bytes().ends_with(HELLO), "got {text:?}");
+}
+
+#[test]
+fn a_body_refused_413_may_go_on_arriving_while_the_server_lingers() {
+    // The head alone arrives first: nothing unconsumed, the read short; only the
+    // protocol's word that its body is still due makes the loop linger.
+    let (server, _) = one_worker(&["--max-body", "10"]);
+    let head = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 200000\r\n\r\n";
+    let text = answer_with_bytes_arriving_after_it(&server, head, &[b'z'; 200_000]);
+    assert!(text.starts_with("HTTP/1.1 413 "), "got {text:?}");
+}
+
 /// On one server, three connections each under one of the loop's timeouts: one idle
 /// after an answer (keep-alive), one in the middle of a request head (header), one
 /// that does not read an 8 MiB answer (send).
