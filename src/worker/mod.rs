@@ -234,7 +234,7 @@ pub enum Event<'a> {
         cpu: usize,
         /// What the loop counted.
         stats: Stats,
-        /// What the protocol counted (see [`Service::counts`]).
+        /// What the protocol counted (see [`Protocol::counts`](crate::reactor::Protocol::counts)).
         counts: Counts,
         /// It was retired by a reload or an upgrade rather than stopped.
         retired: bool,
