@@ -13,8 +13,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 use util::{
-    connect, is_running, percore_bin, read_status, run_capturing_within, signal, stat_fields, stopped_lines,
-    try_signal, wait_until, worker_lines, Finished, Server, TempFile, OK, WAIT,
+    connect, is_running, percore_bin, proc_state, read_status, run_capturing_within, signal, signal_pending,
+    stat_fields, stopped_lines, try_signal, wait_until, worker_lines, Finished, Server, TempFile, OK,
+    SIGTERM, WAIT,
 };
 
 /// `percore bench` for `seconds` against `addr`, keep-alive, 20 connections, JSON.
@@ -106,6 +107,10 @@ fn a_binary_upgrade_under_load_loses_no_request_and_the_old_master_exits() {
 fn stop_with_connections_queued(server: &Server, worker: u32, count: usize) -> Vec<TcpStream> {
     signal(worker, "STOP");
     let resume = Resume(worker);
+    // A signal is delivered when the process next runs: on a loaded machine the
+    // worker could serve the first connections before it stops.
+    let stopped = wait_until(WAIT, || proc_state(worker).is_some_and(|(state, _)| state == 'T'));
+    assert!(stopped, "worker {worker} did not stop: {:?}", proc_state(worker));
     let queued = (0..count)
         .map(|_| {
             let stream = connect(server.addr());
@@ -114,6 +119,10 @@ fn stop_with_connections_queued(server: &Server, worker: u32, count: usize) -> V
         })
         .collect();
     signal(server.pid(), "TERM");
+    // The worker must find the stop with the queue: the master may not have passed
+    // SIGTERM on yet when the test resumes the worker.
+    let passed_on = wait_until(WAIT, || signal_pending(worker, SIGTERM));
+    assert!(passed_on, "the master did not pass SIGTERM on to worker {worker}");
     drop(resume);
     queued
 }

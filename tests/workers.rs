@@ -11,7 +11,7 @@ use util::{
     children_of, cpus_allowed, is_running, percore_bin, proc_state, request, run_capturing,
     run_expecting_exit, run_expecting_exit_with_env, signal, signal_pending, stat_fields, stopped_lines,
     try_signal, wait_until, worker_lines, Client, Method, Response, Server, StoppedLine, WorkerLine, HELLO,
-    OK, WAIT,
+    OK, SIGTERM, WAIT,
 };
 
 /// `percore serve` with the waits for its worker lines and its exit that these tests
@@ -296,9 +296,6 @@ fn connection_queued_while_worker_is_dead_is_answered_after_restart() {
     let stderr = server.wait_for_stderr(WAIT, "restart of worker 0", |s| worker_lines(s).len() >= 2);
     assert!(stderr.contains("was killed by signal 9; restarting in"), "stderr:\n{stderr}");
 }
-
-/// Signal number of SIGTERM, for /proc's pending-signal masks.
-const SIGTERM: u32 = 15;
 
 #[test]
 fn sigterm_answers_pipelined_requests_already_sent() {

@@ -33,6 +33,9 @@ pub fn cpus_allowed(pid: u32) -> Option<String> {
     status.lines().find_map(|line| line.strip_prefix("Cpus_allowed_list:")).map(|v| v.trim().to_string())
 }
 
+/// Signal number of SIGTERM, for [`signal_pending`].
+pub const SIGTERM: u32 = 15;
+
 /// Whether signal number `signo` is pending for `pid` (to the process or to
 /// its main thread), as /proc/PID/status shows it; false if `pid` is gone.
 pub fn signal_pending(pid: u32, signo: u32) -> bool {
