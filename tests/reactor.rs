@@ -126,13 +126,23 @@ fn a_server_greets_a_connection_that_has_sent_nothing() {
 #[test]
 fn stats_count_the_connections_accepted_and_open() {
     let (mut reactor, addr) = reactor(Recorder::default(), Opening::ServerSpeaksFirst, Config::default());
-    let first = client(addr);
+    let mut first = client(addr);
     let _second = client(addr);
     turn_until(&mut reactor, "two connections accepted", |r| r.protocol().opened.len() == 2);
     assert_eq!((reactor.stats().accepted, reactor.stats().open), (2, 2));
+    // Read before closing: a close with the greeting unread would be a reset.
+    assert_eq!(read_text(&mut first, 11), "220 ready\r\n");
     drop(first);
     turn_until(&mut reactor, "the first connection closed", |r| r.stats().open == 1);
-    assert_eq!(reactor.stats().accepted, 2);
+    assert_eq!((reactor.stats().accepted, reactor.stats().errors), (2, 0), "a close is no error");
+    // A reset (close with unread bytes and a zero linger) fails the server's next
+    // socket call: an error, counted once.
+    let reset = client(addr);
+    turn_until(&mut reactor, "the third connection accepted", |r| r.stats().open == 2);
+    socket2::SockRef::from(&reset).set_linger(Some(Duration::ZERO)).expect("a zero linger");
+    drop(reset);
+    turn_until(&mut reactor, "the reset connection closed", |r| r.stats().open == 1);
+    assert_eq!((reactor.stats().accepted, reactor.stats().errors), (3, 1));
 }
 
 #[test]
