@@ -177,6 +177,11 @@ fn a_request_line_and_a_head_exactly_at_their_limits_are_taken() {
     let line = request.iter().position(|&b| b == b'\r').unwrap();
     let exact = Limits { request_line: line, head: request.len() };
     assert!(matches!(parse(request, &exact), Ok(Status::Complete(_))));
+    assert_eq!(
+        parse(&request[..line], &exact),
+        Ok(Status::Partial),
+        "the line at the limit, its end not yet in"
+    );
     let line_over = Limits { request_line: line - 1, ..exact };
     assert_eq!(parse(request, &line_over), Err(Error::RequestLineTooLong));
     let head_over = Limits { head: request.len() - 1, ..exact };
