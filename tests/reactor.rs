@@ -8,7 +8,9 @@ use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use percore::listen::{self, ListenOptions, Opening};
-use percore::reactor::{Config, ConnId, Flow, Io, Protocol, Reactor, Verdict, Wake};
+use percore::reactor::{
+    Config, ConnId, DrainOptions, Flow, Io, ListenerFate, Protocol, Reactor, Verdict, Wake,
+};
 
 /// Bound on every wait for the loop or the peer.
 const WAIT: Duration = Duration::from_secs(10);
@@ -303,4 +305,46 @@ fn a_pipelining_client_cannot_starve_another() {
     // And the greedy client is not starved either: every line answered.
     assert_eq!(read_text(&mut greedy, LINES), ".".repeat(LINES));
     assert_eq!(read_text(&mut other, 1), ".");
+}
+
+/// Echoes whole lines, keeping a partial one until its end arrives; says how many
+/// bytes of a partial line it last saw.
+#[derive(Default)]
+struct Lines {
+    partial: usize,
+}
+
+impl Protocol for Lines {
+    type Conn = ();
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+        let whole = input.iter().rposition(|&b| b == b'\n').map_or(0, |end| end + 1);
+        io.write(&input[..whole]);
+        self.partial = input.len() - whole;
+        Verdict::keep(whole)
+    }
+}
+
+#[test]
+fn in_a_stop_a_connection_that_turns_idle_after_the_grace_is_closed_at_once() {
+    let (mut reactor, addr) = reactor(Lines::default(), Opening::ClientSpeaksFirst, Config::default());
+    let mut stream = client(addr);
+    stream.write_all(b"par").expect("a partial line");
+    turn_until(&mut reactor, "the partial line received", |r| r.protocol().partial == 3);
+    assert!(!reactor.is_draining());
+    // No grace, and a deadline far beyond the test's wait: only turning idle closes it.
+    let options = DrainOptions {
+        listener: ListenerFate::HandOver,
+        grace: Duration::ZERO,
+        timeout: Duration::from_secs(600),
+    };
+    reactor.drain(options);
+    assert!(reactor.is_draining());
+    reactor.turn(Some(Duration::from_millis(10))).expect("a turn");
+    assert_eq!(reactor.stats().open, 1, "mid-line, it is not idle: kept");
+    stream.write_all(b"t\n").expect("the line's end");
+    turn_until(&mut reactor, "the connection closed once idle", |r| r.stats().open == 0);
+    let mut all = Vec::new();
+    stream.read_to_end(&mut all).expect("the answer, then the close");
+    assert_eq!(all, b"part\n");
 }
