@@ -217,6 +217,7 @@ impl<S> Connection<S> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::output::tests::small_send_buffer_pair;
     use super::*;
     use std::io::Read;
     use std::os::unix::net::UnixStream;
@@ -233,9 +234,7 @@ mod tests {
     /// A connection on a socket whose peer is returned; its send buffer is small, so
     /// that a few kilobytes fill it.
     fn connection() -> (Connection<()>, UnixStream) {
-        let (ours, peer) = UnixStream::pair().expect("a socket pair");
-        ours.set_nonblocking(true).expect("non-blocking");
-        socket2::SockRef::from(&ours).set_send_buffer_size(4096).expect("a small send buffer");
+        let (ours, peer) = small_send_buffer_pair();
         (Connection::new(OwnedFd::from(ours)), peer)
     }
 

@@ -260,11 +260,20 @@ impl SendQueue {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use std::io::Read;
     use std::os::fd::AsRawFd;
     use std::os::unix::net::UnixStream;
+
+    /// A non-blocking socket with a small send buffer, so that a few kilobytes fill
+    /// it, and its blocking peer.
+    pub(in crate::reactor) fn small_send_buffer_pair() -> (UnixStream, UnixStream) {
+        let (ours, peer) = UnixStream::pair().expect("a socket pair");
+        ours.set_nonblocking(true).expect("non-blocking");
+        socket2::SockRef::from(&ours).set_send_buffer_size(4096).expect("a small send buffer");
+        (ours, peer)
+    }
 
     /// Copied and shared pieces, in an order that puts shared pieces side by side and
     /// at both ends: 64 answers of a head and a body, between two shared ones.
@@ -298,9 +307,7 @@ mod tests {
     fn what_a_full_socket_refuses_is_queued_and_sent_later_byte_for_byte() {
         let body: Arc<[u8]> = (0..=255u8).cycle().take(70_000).collect::<Vec<_>>().into();
         let output = mixed_output(&body);
-        let (writer, mut reader) = UnixStream::pair().expect("a socket pair");
-        writer.set_nonblocking(true).expect("non-blocking");
-        socket2::SockRef::from(&writer).set_send_buffer_size(4096).expect("a small send buffer");
+        let (writer, mut reader) = small_send_buffer_pair();
         let expected = output.to_vec();
         let reading = std::thread::spawn(move || {
             let mut all = Vec::new();
