@@ -30,8 +30,9 @@ The load generators instead (`loaders`): one server (nginx if installed, else pe
 generators: percore bench -t 1, wrk -t1 and the floor client (benches/floor/client.c).
 Shapes: ka-c100 (keep-alive, 100 connections), pipe16-c100 (16 requests in each write:
 percore bench --pipeline 16, wrk's pipeline script, the floor client's DEPTH 16) and
-rate (percore bench --rate R alone, --rate 50000 unless given, against its own
-unthrottled ka-c100 of the same round: no busy poll between sends). The figure is the generator's own CPU per
+rate (percore bench --rate R and the floor client at rate R, --rate 50000 unless
+given, each against its own unthrottled ka-c100 of the same round: no busy poll
+between sends, and what sleeping between sends costs in the kernel). The figure is the generator's own CPU per
 response (its rusage), and each ratio the median of per-round ratios:
 
     python3 benches/e2e.py loaders --rounds 5 --duration 10
@@ -395,7 +396,7 @@ def loaders_main(argv):
             for round_ in range(args.rounds):
                 for shape in shapes:
                     for loader in loaders:
-                        if shape == 'rate' and loader != 'percore':
+                        if shape == 'rate' and loader == 'wrk':
                             continue
                         result = run_loader(loader, shape, port, env, args.duration)
                         result.update(loader=loader, shape=shape, round=round_)
@@ -433,7 +434,7 @@ def run_loader(loader, shape, port, env, seconds):
         cmd = ['wrk', '-t1', '-c100', f'-d{seconds}s'] + (['-s', env['lua']] if pipelined else []) + [url]
     else:
         cmd = [os.path.join(env['workdir'], 'floor-client'), str(port), '100', str(seconds)]
-        cmd += ['16'] if pipelined else []
+        cmd += ['16'] if pipelined else ['1', str(args.rate)] if shape == 'rate' else []
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = run(['taskset', '-c', str(args.load_cpu)] + cmd, seconds + 60)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -479,9 +480,12 @@ def loaders_table(results, args):
                    med(ratios(mine, of('floor', shape), 'cpu_us')) if loader != 'floor' else '–',
                    med(ratios(mine, of('wrk', shape), 'rps')) if loader != 'wrk' else '–']
             out.append('| ' + ' | '.join(row) + ' |')
-    rated = ratios(of('percore', 'rate'), of('percore', 'ka-c100'), 'cpu_us')
-    if rated:
-        out += ['', f'percore bench --rate {args.rate}, CPU per response over its unthrottled keep-alive: {med(rated)}']
+    out.append('')
+    for loader in ('percore', 'floor'):
+        rated = ratios(of(loader, 'rate'), of(loader, 'ka-c100'), 'cpu_us')
+        if rated:
+            name = 'percore bench --rate' if loader == 'percore' else 'The floor client at'
+            out.append(f'{name} {args.rate}, CPU per response over its unthrottled keep-alive: {med(rated)}')
     return '\n'.join(out)
 
 

@@ -12,8 +12,15 @@
  * responses counted and the seconds they took; a connection that fails is said on
  * stderr and not replaced.
  *
+ * With a RATE (requests per second, DEPTH 1), each connection sends its next request
+ * once answered and due, as percore bench --rate does: connection k's first request
+ * is due k intervals / CONNECTIONS after the start, the loop sleeps until the next
+ * 1 ms tick, and a request due within the tick leaves at its start. It measures
+ * what a client at a fixed rate must pay the kernel (its sleeps and wake-ups), with
+ * no latency taken.
+ *
  *     cc -O2 -o /tmp/floor-client benches/floor/client.c
- *     taskset -c 1 /tmp/floor-client PORT CONNECTIONS SECONDS [DEPTH]
+ *     taskset -c 1 /tmp/floor-client PORT CONNECTIONS SECONDS [DEPTH [RATE]]
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -31,6 +38,7 @@
 static const char REQUEST[] = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
 #define MAX_DEPTH 64
 #define MAX_FD 65536
+#define TICK 1e-3
 
 static double now(void) {
     struct timespec t;
@@ -42,6 +50,8 @@ static double now(void) {
  * last read ended in. */
 static int due[MAX_FD];
 static unsigned char matched[MAX_FD];
+/* At a fixed rate: when each connection's next request is due. */
+static double next_due[MAX_FD];
 
 /* Reads all `fd` has (edge-triggered) and counts the response ends in it. Returns the
  * responses ended, or -1 when the connection failed. */
@@ -71,19 +81,26 @@ static int read_ends(int fd, char *buf, size_t size) {
 
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: %s PORT CONNECTIONS SECONDS [DEPTH]\n", argv[0]);
+        fprintf(stderr, "usage: %s PORT CONNECTIONS SECONDS [DEPTH [RATE]]\n", argv[0]);
         return 2;
     }
     int port = atoi(argv[1]), connections = atoi(argv[2]), ep = epoll_create1(0), lost = 0;
     int depth = argc > 4 ? atoi(argv[4]) : 1;
+    double rate = argc > 5 ? atof(argv[5]) : 0;
     if (depth < 1 || depth > MAX_DEPTH) {
         fprintf(stderr, "DEPTH must be 1 to %d\n", MAX_DEPTH);
         return 2;
     }
+    if (rate < 0 || (rate > 0 && depth != 1)) {
+        fprintf(stderr, "RATE must be positive, with DEPTH 1\n");
+        return 2;
+    }
+    double interval = rate > 0 ? connections / rate : 0;
     char requests[MAX_DEPTH * sizeof REQUEST];
     size_t len = sizeof REQUEST - 1;
     for (int i = 0; i < depth; i++)
         memcpy(requests + i * len, REQUEST, len);
+    int *fds = calloc(connections, sizeof *fds);
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(port)};
     inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
     for (int i = 0; i < connections; i++) {
@@ -96,20 +113,41 @@ int main(int argc, char **argv) {
             fprintf(stderr, "too many connections\n");
             return 1;
         }
+        fds[i] = fd;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         fcntl(fd, F_SETFL, O_NONBLOCK);
         struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.fd = fd};
         epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
-        due[fd] = depth;
-        send(fd, requests, depth * len, MSG_NOSIGNAL);
+        if (rate == 0) {
+            due[fd] = depth;
+            send(fd, requests, depth * len, MSG_NOSIGNAL);
+        }
     }
+    double start = now();
+    for (int i = 0; i < connections && rate > 0; i++)
+        next_due[fds[i]] = start + i * interval / connections;
     struct epoll_event events[256];
     int ready[256];
     char buf[16384];
     long responses = 0;
-    double start = now(), end = start + atof(argv[3]), t;
+    double end = start + atof(argv[3]), t;
     while ((t = now()) < end) {
-        int n = epoll_wait(ep, events, 256, 1000), answered = 0;
+        struct timespec wait = {.tv_sec = 1};
+        if (rate > 0) {
+            /* Sends what is due within this tick, then sleeps until the next one. */
+            for (int i = 0; i < connections; i++) {
+                int fd = fds[i];
+                if (due[fd] == 0 && next_due[fd] <= t + TICK) {
+                    due[fd] = 1;
+                    next_due[fd] += interval;
+                    send(fd, requests, len, MSG_NOSIGNAL);
+                }
+            }
+            double into_tick = (t - start) / TICK;
+            wait.tv_sec = 0;
+            wait.tv_nsec = (long)(((long)into_tick + 1 - into_tick) * TICK * 1e9);
+        }
+        int n = epoll_pwait2(ep, events, 256, &wait, NULL), answered = 0;
         for (int i = 0; i < n; i++) {
             int fd = events[i].data.fd, ends;
             if (depth == 1) {
@@ -120,12 +158,13 @@ int main(int argc, char **argv) {
             }
             if (ends < 0) {
                 close(fd);
+                due[fd] = -1; /* never sent on again */
                 lost++;
                 continue;
             }
             responses += ends;
             due[fd] -= ends;
-            if (due[fd] <= 0 && ends > 0) {
+            if (rate == 0 && due[fd] <= 0 && ends > 0) {
                 due[fd] = depth;
                 ready[answered++] = fd;
             }
