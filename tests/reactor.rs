@@ -148,6 +148,17 @@ fn stats_count_the_connections_accepted_and_open() {
 }
 
 #[test]
+fn a_connect_that_fails_at_once_is_its_error_and_opens_nothing() {
+    let mut reactor = Reactor::client(NeverConsumes, Config::default()).expect("a loop");
+    // The limited broadcast address: a TCP connect to it fails in the call itself
+    // (no route, or a broadcast route TCP refuses), never after an EINPROGRESS.
+    let failed = reactor.connect(([255, 255, 255, 255], 9).into());
+    let kind = failed.expect_err("a connect to the broadcast address").kind();
+    assert!(matches!(kind, ErrorKind::NetworkUnreachable | ErrorKind::PermissionDenied), "{kind:?}");
+    assert_eq!(reactor.stats().open, 0, "nothing registered");
+}
+
+#[test]
 fn a_watched_descriptor_ends_the_turn_with_a_control_wake() {
     let (mut reactor, _addr) = reactor(Recorder::default(), Opening::ServerSpeaksFirst, Config::default());
     let (mut writer, reader) = std::os::unix::net::UnixStream::pair().expect("a socket pair");
