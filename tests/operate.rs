@@ -216,6 +216,23 @@ fn a_body_that_trickles_is_closed_however_it_keeps_arriving() {
     assert!(try_signal(server.pid(), "0"), "the server is alive");
 }
 
+#[test]
+fn a_body_that_keeps_the_minimum_rate_is_read_past_the_header_timeout() {
+    let (server, _) = one_worker(&["--header-timeout", "3", "--min-body-rate", "100"]);
+    let stream = connect(server.addr());
+    (&stream).write_all(b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 9000\r\n\r\n").expect("a head");
+    let mut reader = std::io::BufReader::new(&stream);
+    assert_eq!(read_status(&mut reader).expect("the answer"), OK);
+    // 300 bytes every 200 ms for 6 s, 15 times the minimum rate: each part earns
+    // its time, however long the whole body takes past the 3 s timeout.
+    for _ in 0..30 {
+        std::thread::sleep(Duration::from_millis(200));
+        (&stream).write_all(&[b'x'; 300]).expect("the body, still read");
+    }
+    (&stream).write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").expect("a second request");
+    assert_eq!(read_status(&mut reader).expect("the answer after the body"), OK);
+}
+
 /// A setting of sysctl.conf: its name, recommended value, and for each field
 /// whether higher is better (a `# tune: lower higher` line above it says
 /// otherwise; higher is the default).
