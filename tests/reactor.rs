@@ -290,6 +290,57 @@ impl Protocol for LinesInOrder {
     }
 }
 
+/// Answers each line with [`BIG_ANSWER`] bytes and pauses until they are sent;
+/// counts its calls.
+#[derive(Default)]
+struct BigAnswers {
+    calls: usize,
+}
+
+const BIG_ANSWER: usize = 100 * 1024;
+
+impl Protocol for BigAnswers {
+    type Conn = ();
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+        let Some(end) = input.iter().position(|&b| b == b'\n') else { return Verdict::keep(0) };
+        self.calls += 1;
+        io.write(&[b'x'; BIG_ANSWER]);
+        Verdict::pause(end + 1)
+    }
+}
+
+#[test]
+fn a_paused_protocol_is_not_called_again_while_its_output_waits_for_the_peer() {
+    // Small buffers at both ends (the accepted socket inherits the listener's), so
+    // that most of an answer, though under the loop's output budget, stays queued
+    // in the loop while the peer does not read.
+    let listener = listen::bind(([127, 0, 0, 1], 0).into(), &ListenOptions::default()).expect("binding");
+    socket2::SockRef::from(&listener).set_send_buffer_size(8 * 1024).expect("a small send buffer");
+    let addr = listener.local_addr().expect("the bound address");
+    let mut reactor = Reactor::new(listener, BigAnswers::default(), Config::default()).expect("a loop");
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("a socket");
+    socket.set_recv_buffer_size(8 * 1024).expect("a small receive buffer");
+    socket.connect_timeout(&addr.into(), WAIT).expect("connecting");
+    let mut stream = TcpStream::from(socket);
+    stream.set_read_timeout(Some(WAIT)).expect("a read timeout");
+    stream.write_all(b"a\n").expect("the first line");
+    turn_until(&mut reactor, "the first line answered", |r| r.protocol().calls == 1);
+    // The second line's edge is served in the next turns; its answer must wait.
+    stream.write_all(b"b\n").expect("the second line");
+    for _ in 0..3 {
+        reactor.turn(Some(Duration::from_millis(50))).expect("a turn of the loop");
+    }
+    assert_eq!(reactor.protocol().calls, 1, "resumed with its first answer still queued");
+    let reader = std::thread::spawn(move || {
+        let mut answers = vec![0; 2 * BIG_ANSWER];
+        stream.read_exact(&mut answers).map(|()| answers.iter().all(|&b| b == b'x'))
+    });
+    turn_until(&mut reactor, "both answers read", |_| reader.is_finished());
+    assert!(reader.join().expect("the reader").expect("reading both answers"), "two whole answers");
+    assert_eq!(reactor.protocol().calls, 2);
+}
+
 #[test]
 fn a_pipelining_client_cannot_starve_another() {
     const LINES: usize = 10_000;
