@@ -341,6 +341,74 @@ fn a_paused_protocol_is_not_called_again_while_its_output_waits_for_the_peer() {
     assert_eq!(reactor.protocol().calls, 2);
 }
 
+/// On its first input, sets a 1 ms timer whose callback says goodbye and closes;
+/// consumes its input or (`consume` false) keeps it pending, a message unfinished.
+struct Dismisses {
+    consume: bool,
+    fired: bool,
+}
+
+impl Protocol for Dismisses {
+    type Conn = ();
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+        if io.timer().is_none() {
+            io.set_timer(Duration::from_millis(1));
+        }
+        Verdict::keep(if self.consume { input.len() } else { 0 })
+    }
+
+    fn on_timer(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
+        self.fired = true;
+        io.write(b"bye\n");
+        Flow::Close
+    }
+}
+
+/// A client dismissed by [`Dismisses`] after sending `input`: it has read the
+/// goodbye and the end of the stream, and the loop has not turned since.
+fn dismissed(consume: bool, input: &[u8]) -> (Reactor<Dismisses>, TcpStream) {
+    let protocol = Dismisses { consume, fired: false };
+    let (mut reactor, addr) = reactor(protocol, Opening::ClientSpeaksFirst, Config::default());
+    let mut stream = client(addr);
+    stream.write_all(input).expect("the input");
+    turn_until(&mut reactor, "the timer's close", |r| r.protocol().fired);
+    let mut goodbye = Vec::new();
+    stream.read_to_end(&mut goodbye).expect("the goodbye and the end");
+    assert_eq!(goodbye, b"bye\n");
+    (reactor, stream)
+}
+
+#[test]
+fn a_timer_that_closes_with_nothing_pending_closes_at_once() {
+    let (_reactor, mut stream) = dismissed(true, b"done\n");
+    // The socket is closed, not lingering: the peer's next bytes are refused (a
+    // reset), although the loop does not turn to read them.
+    let deadline = Instant::now() + WAIT;
+    let refused = loop {
+        assert!(Instant::now() < deadline, "bytes to a closed connection still accepted after {WAIT:?}");
+        match stream.write_all(b"more\n") {
+            Ok(()) => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => break e.kind(),
+        }
+    };
+    assert!(matches!(refused, ErrorKind::BrokenPipe | ErrorKind::ConnectionReset), "{refused:?}");
+}
+
+#[test]
+fn a_timer_that_closes_mid_message_lingers_until_the_peer_resets() {
+    let (mut reactor, stream) = dismissed(false, b"half a mess");
+    assert_eq!(reactor.stats().open, 1, "lingering: the rest of the message may still come");
+    socket2::SockRef::from(&stream).set_linger(Some(Duration::ZERO)).expect("a zero linger");
+    drop(stream);
+    // The reset's edge is served in the next turns, and frees the slot there, not
+    // at the linger's timeout.
+    for _ in 0..3 {
+        reactor.turn(Some(Duration::from_millis(50))).expect("a turn of the loop");
+    }
+    assert_eq!(reactor.stats().open, 0, "a reset ends the linger");
+}
+
 #[test]
 fn a_pipelining_client_cannot_starve_another() {
     const LINES: usize = 10_000;
