@@ -478,3 +478,28 @@ fn in_a_stop_a_connection_that_turns_idle_after_the_grace_is_closed_at_once() {
     stream.read_to_end(&mut all).expect("the answer, then the close");
     assert_eq!(all, b"part\n");
 }
+
+#[test]
+fn in_a_stop_at_the_limit_the_listener_closes_once_its_queue_is_accepted() {
+    let config = Config { max_connections: 3, ..Config::default() };
+    let (mut reactor, addr) = reactor(NeverConsumes, Opening::ServerSpeaksFirst, config);
+    let open = [client(addr), client(addr), client(addr)];
+    turn_until(&mut reactor, "three connections, the limit", |r| r.stats().open == 3);
+    // A fourth waits in the listener's queue, and keeps the listener open when the
+    // stop begins at the limit.
+    let _queued = client(addr);
+    reactor.turn(Some(Duration::from_millis(10))).expect("a turn at the limit");
+    let options = DrainOptions {
+        listener: ListenerFate::CloseAfterQueue,
+        grace: Duration::from_secs(600),
+        timeout: Duration::from_secs(600),
+    };
+    reactor.drain(options);
+    // Room for the queue, and one more connection in it: both are accepted, served
+    // like the others, and then the listener is closed.
+    drop(open);
+    let _last = client(addr);
+    turn_until(&mut reactor, "the queue accepted", |r| r.stats().accepted == 5);
+    let refused = TcpStream::connect_timeout(&addr, WAIT).expect_err("a connection after the queue");
+    assert_eq!(refused.kind(), ErrorKind::ConnectionRefused);
+}
