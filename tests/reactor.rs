@@ -503,3 +503,19 @@ fn in_a_stop_at_the_limit_the_listener_closes_once_its_queue_is_accepted() {
     let refused = TcpStream::connect_timeout(&addr, WAIT).expect_err("a connection after the queue");
     assert_eq!(refused.kind(), ErrorKind::ConnectionRefused);
 }
+
+#[test]
+fn a_connection_queued_at_the_limit_is_accepted_once_one_closes() {
+    let config = Config { max_connections: 1, ..Config::default() };
+    let (mut reactor, addr) = reactor(NeverConsumes, Opening::ServerSpeaksFirst, config);
+    let first = client(addr);
+    turn_until(&mut reactor, "the first connection, the limit", |r| r.stats().open == 1);
+    // Queued: its edge comes and goes while the loop is at the limit.
+    let _queued = client(addr);
+    reactor.turn(Some(Duration::from_millis(50))).expect("a turn at the limit");
+    assert_eq!(reactor.stats().accepted, 1, "nothing accepted over the limit");
+    // No new edge comes: the loop itself looks at the queue again once a slot frees.
+    drop(first);
+    turn_until(&mut reactor, "the queued connection accepted", |r| r.stats().accepted == 2);
+    assert_eq!(reactor.stats().open, 1);
+}
