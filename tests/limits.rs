@@ -13,8 +13,8 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use util::{
-    connect, is_running, read_status, tcp_queues, vm_kib, wait_until, worker_lines, Client, Method, Server,
-    TempFile, HELLO, OK, WAIT,
+    connect, cpu_ticks, is_running, read_status, tcp_queues, vm_kib, wait_until, worker_lines, Client,
+    Method, Server, TempFile, HELLO, OK, WAIT,
 };
 
 const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
@@ -221,6 +221,21 @@ fn max_conns_queues_connections_over_the_limit() {
     for thread in queued {
         thread.join().expect("a queued client thread");
     }
+}
+
+#[test]
+fn an_idle_worker_sleeps() {
+    let (server, worker) = one_worker(&[]);
+    // Served once (its loop is surely running), then an idle keep-alive connection.
+    let mut client = server.client();
+    assert_eq!(client.get("/").status_line, OK);
+    let before = cpu_ticks(worker);
+    thread::sleep(Duration::from_secs(2));
+    // 200 ticks of wall time; a loop that polled instead of sleeping would take a
+    // good share of them even on a loaded machine, an idle one none.
+    let used = cpu_ticks(worker) - before;
+    assert!(used < 20, "an idle worker used {used} ticks of CPU in 2 s");
+    assert_eq!(client.get("/").status_line, OK, "and it still serves");
 }
 
 /// Sets the open-file limit (soft and hard) of the running process `pid` with

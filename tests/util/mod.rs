@@ -39,8 +39,8 @@ pub use self::{
         Strace, TempFile, WorkerLine,
     },
     procfs::{
-        children_of, cpus_allowed, is_running, proc_state, signal_pending, stat_fields, tcp_queues, vm_kib,
-        SIGTERM,
+        children_of, cpu_ticks, cpus_allowed, is_running, proc_state, signal_pending, stat_fields,
+        tcp_queues, vm_kib, SIGTERM,
     },
     scripted::ScriptedServer,
     server::{example_bin, percore_bin, Server},

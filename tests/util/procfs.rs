@@ -54,6 +54,13 @@ pub fn stat_fields(pid: u32) -> Option<Vec<String>> {
     Some(stat[stat.rfind(')')? + 1..].split_whitespace().map(str::to_owned).collect())
 }
 
+/// CPU time `pid` has used, user and system, in clock ticks (utime and stime,
+/// fields 14 and 15 of /proc/PID/stat).
+pub fn cpu_ticks(pid: u32) -> u64 {
+    let fields = stat_fields(pid).unwrap_or_else(|| panic!("no process {pid}"));
+    fields[11..13].iter().map(|field| field.parse::<u64>().expect("a tick count")).sum()
+}
+
 /// A field of `/proc/PID/status` in KiB: `VmRSS` (resident now) or `VmHWM` (its peak).
 pub fn vm_kib(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
