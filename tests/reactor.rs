@@ -290,6 +290,61 @@ impl Protocol for LinesInOrder {
     }
 }
 
+/// A loop on a loopback listener and a client connected to it, with small socket
+/// buffers at both ends (the accepted socket inherits the listener's): what the
+/// peer does not read stays queued in the loop, not in the kernel.
+fn small_buffers<P: Protocol>(protocol: P) -> (Reactor<P>, TcpStream) {
+    let listener = listen::bind(([127, 0, 0, 1], 0).into(), &ListenOptions::default()).expect("binding");
+    socket2::SockRef::from(&listener).set_send_buffer_size(8 * 1024).expect("a small send buffer");
+    let addr = listener.local_addr().expect("the bound address");
+    let reactor = Reactor::new(listener, protocol, Config::default()).expect("a loop");
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("a socket");
+    socket.set_recv_buffer_size(8 * 1024).expect("a small receive buffer");
+    socket.connect_timeout(&addr.into(), WAIT).expect("connecting");
+    let stream = TcpStream::from(socket);
+    stream.set_read_timeout(Some(WAIT)).expect("a read timeout");
+    (reactor, stream)
+}
+
+/// Echoes all it gets, heedless of [`Io::is_full`]: only the loop bounds its
+/// output. Counts the bytes it was given.
+#[derive(Default)]
+struct HeedlessEcho {
+    seen: usize,
+}
+
+impl Protocol for HeedlessEcho {
+    type Conn = ();
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+        self.seen += input.len();
+        io.write(input);
+        Verdict::keep(input.len())
+    }
+}
+
+#[test]
+fn the_loop_stops_reading_a_peer_that_does_not_read_its_output() {
+    let (mut reactor, stream) = small_buffers(HeedlessEcho::default());
+    const SENT: usize = 4 << 20;
+    let writer = std::thread::spawn(move || {
+        // Until all is sent or the server stops taking it for a second.
+        stream.set_write_timeout(Some(Duration::from_secs(1))).expect("a write timeout");
+        let chunk = [b'x'; 64 * 1024];
+        let sent = (0..SENT / chunk.len()).take_while(|_| (&stream).write_all(&chunk).is_ok()).count();
+        (stream, sent * chunk.len())
+    });
+    turn_until(&mut reactor, "the writer done", |_| writer.is_finished());
+    for _ in 0..20 {
+        reactor.turn(Some(Duration::from_millis(10))).expect("a turn of the loop");
+    }
+    let (_stream, sent) = writer.join().expect("the writer");
+    // The loop reads on only while the unsent echo is under its 256 KiB budget:
+    // then one more read (64 KiB) at most, and what the kernel holds.
+    let seen = reactor.protocol().seen;
+    assert!(seen < 1 << 20, "the loop took {seen} bytes of the {sent} sent, none of its echo read");
+}
+
 /// Answers each line with [`BIG_ANSWER`] bytes and pauses until they are sent;
 /// counts its calls.
 #[derive(Default)]
@@ -312,18 +367,9 @@ impl Protocol for BigAnswers {
 
 #[test]
 fn a_paused_protocol_is_not_called_again_while_its_output_waits_for_the_peer() {
-    // Small buffers at both ends (the accepted socket inherits the listener's), so
-    // that most of an answer, though under the loop's output budget, stays queued
-    // in the loop while the peer does not read.
-    let listener = listen::bind(([127, 0, 0, 1], 0).into(), &ListenOptions::default()).expect("binding");
-    socket2::SockRef::from(&listener).set_send_buffer_size(8 * 1024).expect("a small send buffer");
-    let addr = listener.local_addr().expect("the bound address");
-    let mut reactor = Reactor::new(listener, BigAnswers::default(), Config::default()).expect("a loop");
-    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("a socket");
-    socket.set_recv_buffer_size(8 * 1024).expect("a small receive buffer");
-    socket.connect_timeout(&addr.into(), WAIT).expect("connecting");
-    let mut stream = TcpStream::from(socket);
-    stream.set_read_timeout(Some(WAIT)).expect("a read timeout");
+    // Most of an answer, though under the loop's output budget, stays queued in
+    // the loop while the peer does not read.
+    let (mut reactor, mut stream) = small_buffers(BigAnswers::default());
     stream.write_all(b"a\n").expect("the first line");
     turn_until(&mut reactor, "the first line answered", |r| r.protocol().calls == 1);
     // The second line's edge is served in the next turns; its answer must wait.
