@@ -128,3 +128,79 @@ impl std::io::Write for Io<'_> {
 fn far_future(now: Instant) -> Instant {
     now + Duration::from_secs(100 * 365 * 24 * 3600)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+
+    use super::*;
+    use crate::reactor::{Harness, Protocol, Verdict};
+
+    /// Runs its closure on the `Io` of each `on_data` call, consuming the input.
+    struct Probe<F>(F);
+
+    impl<F: FnMut(&mut Io<'_>)> Protocol for Probe<F> {
+        type Conn = ();
+
+        fn on_data(&mut self, _conn: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+            (self.0)(io);
+            Verdict::keep(input.len())
+        }
+    }
+
+    #[test]
+    fn writes_and_formatted_writes_are_counted_and_kept_in_order() {
+        let mut harness = Harness::new(Probe(|io: &mut Io<'_>| {
+            io.write(b"abc");
+            write!(io, "-{}", 42).expect("formatting into the output");
+            assert_eq!(io.written(), 6);
+        }));
+        harness.data(b"go");
+        assert_eq!(harness.take_output(), b"abc-42");
+    }
+
+    #[test]
+    fn the_output_is_full_at_the_budget_counting_what_is_still_queued() {
+        let mut calls = 0;
+        let mut harness = Harness::new(Probe(move |io: &mut Io<'_>| {
+            calls += 1;
+            if calls == 1 {
+                io.write(&vec![b'x'; OUTPUT_BUDGET - 1]);
+                assert!(!io.is_full(), "one byte under the budget");
+                io.write(b"x");
+                assert!(io.is_full(), "at the budget");
+            } else {
+                // The first call's output was not taken: it is still queued.
+                assert_eq!(io.written(), 0);
+                assert!(io.is_full(), "full with the earlier output alone");
+            }
+        }));
+        harness.data(b"1");
+        harness.data(b"2");
+        assert_eq!(harness.take_output().len(), OUTPUT_BUDGET);
+    }
+
+    #[test]
+    fn a_timer_is_seen_set_replaced_and_cancelled() {
+        let mut harness = Harness::new(Probe(|io: &mut Io<'_>| {
+            let now = io.now();
+            io.set_timer(Duration::from_millis(5));
+            assert_eq!(io.timer(), Some(now + Duration::from_millis(5)));
+            io.set_timer_at(now + Duration::from_secs(1));
+            assert_eq!(io.timer(), Some(now + Duration::from_secs(1)), "replaced");
+            io.cancel_timer();
+            assert_eq!(io.timer(), None);
+        }));
+        harness.data(b"go");
+        assert_eq!(harness.timer(), None, "cancelled in the loop's timers too");
+    }
+
+    #[test]
+    fn a_timer_too_far_to_add_is_set_for_a_century_ahead() {
+        let mut harness = Harness::new(Probe(|io: &mut Io<'_>| io.set_timer(Duration::MAX)));
+        harness.data(b"go");
+        let at = harness.timer().expect("a timer");
+        let years = at.duration_since(harness.now()).as_secs() / (365 * 24 * 3600);
+        assert_eq!(years, 100);
+    }
+}
