@@ -67,3 +67,46 @@ fn split(time: SystemTime) -> (u64, Duration) {
     time.duration_since(UNIX_EPOCH)
         .map_or((0, Duration::ZERO), |d| (d.as_secs(), d - Duration::from_secs(d.as_secs())))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_gives_the_whole_seconds_and_the_time_into_the_last() {
+        let time = UNIX_EPOCH + Duration::from_millis(5_250);
+        assert_eq!(split(time), (5, Duration::from_millis(250)));
+        assert_eq!(split(UNIX_EPOCH - Duration::from_secs(1)), (0, Duration::ZERO), "before 1970");
+    }
+
+    /// Advances `clock` until the wall-clock second turns (at most 3 s of looking),
+    /// returning the wall time it gave.
+    fn until_the_second_turns(clock: &mut Clock) -> SystemTime {
+        let deadline = Instant::now() + Duration::from_secs(3);
+        loop {
+            assert!(Instant::now() < deadline, "no turn of the second in 3 s");
+            if let Some(wall) = clock.advance() {
+                return wall;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn the_seconds_move_on_when_the_wall_second_turns() {
+        let mut clock = Clock::new();
+        let first_second = clock.wall_second;
+        for turn in 1..=3 {
+            let wall = until_the_second_turns(&mut clock);
+            assert!(split(wall).0 > first_second, "turn {turn}: a new second, not the same one");
+            assert_eq!(clock.wall_second, split(wall).0);
+            let since_start = (clock.instant() - clock.start()).as_secs() as u32;
+            assert_eq!(clock.now(), 1 + since_start, "turn {turn}");
+            let to_next = clock.to_next_second();
+            assert!(to_next > Duration::ZERO && to_next <= Duration::from_secs(1), "{to_next:?}");
+        }
+        // Three turns of the wall second are more than two seconds of the monotonic
+        // clock, however late the first came.
+        assert!(clock.now() >= 2, "{}", clock.now());
+    }
+}
