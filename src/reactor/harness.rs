@@ -145,3 +145,46 @@ impl<P: Protocol> Harness<P> {
         result
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records the ticks and closes it hears of; sets a timer on each input.
+    #[derive(Default)]
+    struct Recorder {
+        ticks: Vec<SystemTime>,
+        closes: Vec<(Closed, Vec<u8>)>,
+    }
+
+    impl Protocol for Recorder {
+        type Conn = ();
+
+        fn on_data(&mut self, _conn: &mut (), _input: &[u8], io: &mut Io<'_>) -> Verdict {
+            io.set_timer(Duration::from_secs(1));
+            Verdict::keep(0)
+        }
+
+        fn on_tick(&mut self, now: SystemTime) {
+            self.ticks.push(now);
+        }
+
+        fn on_close(&mut self, _conn: &mut (), closed: Closed, unconsumed: &[u8]) {
+            self.closes.push((closed, unconsumed.to_vec()));
+        }
+    }
+
+    #[test]
+    fn a_tick_and_a_close_reach_the_protocol_and_a_close_cancels_the_timer() {
+        let mut harness = Harness::new(Recorder::default());
+        let second = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        harness.tick(second);
+        assert_eq!(harness.protocol().ticks, [second]);
+        harness.data(b"half");
+        assert_eq!(harness.timer(), Some(harness.now() + Duration::from_secs(1)));
+        harness.close(Closed::ByPeer, b"half");
+        assert_eq!(harness.protocol().closes, [(Closed::ByPeer, b"half".to_vec())]);
+        assert_eq!(harness.timer(), None, "a closed connection's timer never fires");
+        assert_eq!(harness.advance(Duration::from_secs(2)), None);
+    }
+}
