@@ -119,7 +119,7 @@ impl<S> Connection<S> {
             self.queue.get_or_insert_with(Box::default).push(output, 0);
             return if self.connecting { Ok(()) } else { self.flush() };
         }
-        let sent = output.send(self.fd.as_raw_fd(), 0)?;
+        let sent = output.send(self.fd.as_raw_fd())?;
         if sent < output.len() {
             self.queue.get_or_insert_with(Box::default).push(output, sent);
         }

@@ -72,7 +72,7 @@ impl Output {
         let all = shared.chain([(self.copied.len(), None)]).flat_map(move |(at, shared)| {
             let copied = Piece::Copied(&self.copied[copied_from..at]);
             copied_from = at;
-            [Some(copied), shared.map(Piece::Shared)]
+            [Some(copied), shared.map(|bytes| Piece::Shared(bytes, 0))]
         });
         let mut skip = skip;
         all.flatten().filter_map(move |piece| {
@@ -83,13 +83,13 @@ impl Output {
         })
     }
 
-    /// Sends what the socket takes, from byte `skip` on; returns the bytes sent.
-    pub(crate) fn send(&self, fd: RawFd, skip: usize) -> io::Result<usize> {
+    /// Sends what the socket takes; returns the bytes sent.
+    pub(crate) fn send(&self, fd: RawFd) -> io::Result<usize> {
         if self.shared.is_empty() {
             // The common case: one answer or a pipeline of copied ones, one send.
-            return send_slices(fd, &[IoSlice::new(&self.copied[skip..])]);
+            return send_slices(fd, &[IoSlice::new(&self.copied)]);
         }
-        let mut sent = skip;
+        let mut sent = 0;
         while sent < self.len {
             let mut slices = [IoSlice::new(&[]); SLICES_PER_SEND];
             let count = fill(&mut slices, self.pieces(sent).map(|piece| piece.bytes()));
@@ -100,23 +100,21 @@ impl Output {
                 break;
             }
         }
-        Ok(sent - skip)
+        Ok(sent)
     }
 }
 
-/// A piece of output: copied bytes, or a part of shared ones.
+/// A piece of output: copied bytes, or shared ones from an offset on.
 enum Piece<'a> {
     Copied(&'a [u8]),
-    Shared(&'a Arc<[u8]>),
-    SharedPart(&'a Arc<[u8]>, usize),
+    Shared(&'a Arc<[u8]>, usize),
 }
 
 impl<'a> Piece<'a> {
     fn bytes(&self) -> &'a [u8] {
         match *self {
             Piece::Copied(bytes) => bytes,
-            Piece::Shared(bytes) => bytes,
-            Piece::SharedPart(bytes, from) => &bytes[from..],
+            Piece::Shared(bytes, from) => &bytes[from..],
         }
     }
 
@@ -124,9 +122,7 @@ impl<'a> Piece<'a> {
     fn skip(self, n: usize) -> Piece<'a> {
         match self {
             Piece::Copied(bytes) => Piece::Copied(&bytes[n..]),
-            Piece::Shared(bytes) if n == 0 => Piece::Shared(bytes),
-            Piece::Shared(bytes) => Piece::SharedPart(bytes, n),
-            Piece::SharedPart(bytes, from) => Piece::SharedPart(bytes, from + n),
+            Piece::Shared(bytes, from) => Piece::Shared(bytes, from + n),
         }
     }
 }
@@ -189,8 +185,7 @@ impl SendQueue {
                     self.copied.extend(bytes);
                     self.copied_after += bytes.len();
                 }
-                Piece::Shared(bytes) => self.push_shared(bytes, 0),
-                Piece::SharedPart(bytes, from) => self.push_shared(bytes, from),
+                Piece::Shared(bytes, from) => self.push_shared(bytes, from),
             }
         }
     }
@@ -300,6 +295,7 @@ pub(super) mod tests {
         for skip in [0, 1, 99, 100, 101, 102, 103, 5000, whole.len() - 1, whole.len()] {
             let rest: Vec<u8> = output.pieces(skip).flat_map(|piece| piece.bytes().to_vec()).collect();
             assert_eq!(rest, whole[skip..], "from byte {skip}");
+            assert!(output.pieces(skip).all(|piece| !piece.bytes().is_empty()), "an empty piece from {skip}");
         }
     }
 
@@ -314,7 +310,7 @@ pub(super) mod tests {
             reader.read_to_end(&mut all).map(|_| all)
         });
         let fd = writer.as_raw_fd();
-        let sent = output.send(fd, 0).expect("the first send");
+        let sent = output.send(fd).expect("the first send");
         assert!(sent < output.len(), "the socket took everything at once; the test needs it full");
         let mut queue = SendQueue::default();
         queue.push(&output, sent);
@@ -330,6 +326,20 @@ pub(super) mod tests {
         assert_eq!(received.len(), 2 * expected.len());
         assert!(received[..expected.len()] == expected[..], "the first output, byte for byte");
         assert!(received[expected.len()..] == expected[..], "the second, after it");
+    }
+
+    #[test]
+    fn output_the_socket_takes_whole_is_sent_in_one_go() {
+        let body: Arc<[u8]> = vec![7; 1000].into();
+        let mut output = Output::new();
+        output.write(b"head");
+        output.write_shared(&body);
+        let (writer, mut reader) = UnixStream::pair().expect("a socket pair");
+        assert_eq!(output.send(writer.as_raw_fd()).expect("a send"), 1004);
+        drop(writer);
+        let mut received = Vec::new();
+        reader.read_to_end(&mut received).expect("reading");
+        assert_eq!(received, output.to_vec());
     }
 
     #[test]
