@@ -179,6 +179,9 @@ fn the_answers_to_one_read_go_out_in_one_send() {
     let reads = calls.iter().filter(|c| is(c, &["recvfrom", "recvmsg", "read"]));
     let reads_with_data = reads.filter(|c| returned_bytes(c).is_some_and(|n| n > 0)).count();
     let sends = calls.iter().filter(|c| is(c, &["sendto", "sendmsg", "write", "writev"])).count();
+    // Answers copied into the output (Hello's prebuilt ones) need no slices: `send`.
+    let plain_sends = calls.iter().filter(|c| is(c, &["sendto"])).count();
+    assert_eq!(plain_sends, sends, "copied answers sent with sendmsg or write: {calls:#?}");
     assert!(
         (1..PIPELINED).contains(&reads_with_data),
         "{reads_with_data} reads brought the {PIPELINED} requests: {calls:#?}"
