@@ -343,6 +343,21 @@ pub(super) mod tests {
     }
 
     #[test]
+    fn a_queue_of_many_small_pieces_goes_out_byte_for_byte_many_at_a_time() {
+        // Small shared pieces between copied ones: each sendmsg takes many of them.
+        let body: Arc<[u8]> = b"0123456789".to_vec().into();
+        let output = mixed_output(&body);
+        let mut queue = SendQueue::default();
+        queue.push(&output, 1);
+        let (writer, mut reader) = UnixStream::pair().expect("a socket pair");
+        assert_eq!(queue.flush(writer.as_raw_fd()).expect("a flush"), output.len() - 1);
+        drop(writer);
+        let mut received = Vec::new();
+        reader.read_to_end(&mut received).expect("reading");
+        assert!(received == output.to_vec()[1..], "byte for byte");
+    }
+
+    #[test]
     fn a_queue_that_never_empties_holds_only_what_is_unsent() {
         // A peer that reads steadily but never quite catches up: 1000 bytes queued
         // for every 900 sent, 10,000 times over. What was sent must be let go.
@@ -353,6 +368,10 @@ pub(super) mod tests {
             queue.push(&output, 0);
             queue.consume(900);
             assert_eq!(queue.len(), round * 100, "unsent bytes, after round {round}");
+            let mut slices = [IoSlice::new(&[]); SLICES_PER_SEND];
+            let count = queue.fill(&mut slices);
+            let offered: usize = slices[..count].iter().map(|slice| slice.len()).sum();
+            assert_eq!(offered, queue.len(), "what a flush offers, after round {round}");
             let held = queue.copied.capacity();
             assert!(held <= 2 * queue.len() + 4096, "{held} bytes held for {} unsent", queue.len());
         }
