@@ -40,10 +40,9 @@ impl Timers {
         }
         match self.position[slot] {
             0 => {
+                // sift_up places it, and records where.
                 self.heap.push(Entry { deadline, token });
-                let last = self.heap.len() - 1;
-                self.position[slot] = last as u32 + 1;
-                self.sift_up(last);
+                self.sift_up(self.heap.len() - 1);
             }
             at => {
                 let i = at as usize - 1;
