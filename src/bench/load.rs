@@ -345,21 +345,26 @@ mod tests {
 
     const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
 
-    #[test]
-    fn at_a_fixed_rate_a_send_waits_for_its_tick_and_its_latency_counts_from_when_it_left() {
+    /// One connection's plan: GET, at a fixed rate (a request every 5.5 ms) or not,
+    /// a 10 s timeout, responses up to `max_response` bytes.
+    fn plan(rate: bool, max_response: u64) -> Plan {
         let target = Target::parse("http://h/").expect("a URL");
         let spec = RequestSpec { method: "GET", headers: &[], body: None, content_type: None, close: false };
-        let rate = Schedule { interval: Duration::from_micros(5500), stagger: Duration::from_micros(50) };
-        let plan = Plan {
+        let schedule = Schedule { interval: Duration::from_micros(5500), stagger: Duration::from_micros(50) };
+        Plan {
             request: target.request(&spec),
             head: false,
             pipeline: 1,
             close: false,
-            rate: Some(rate),
+            rate: rate.then_some(schedule),
             timeout: Duration::from_secs(10),
-            max_response: 1 << 20,
-        };
-        let mut harness = Harness::new(Load::new(plan, 10));
+            max_response,
+        }
+    }
+
+    #[test]
+    fn at_a_fixed_rate_a_send_waits_for_its_tick_and_its_latency_counts_from_when_it_left() {
+        let mut harness = Harness::new(Load::new(plan(true, 1 << 20), 10));
         harness.open();
         assert!(!harness.take_output().is_empty(), "the first request is due at once");
         harness.data(OK);
@@ -374,5 +379,39 @@ mod tests {
         harness.data(OK);
         let latency = &harness.protocol().latency;
         assert_eq!((latency.len(), latency.max()), (2, 300));
+    }
+
+    #[test]
+    fn at_a_fixed_rate_a_response_in_parts_keeps_its_timeout_not_the_next_tick() {
+        let mut harness = Harness::new(Load::new(plan(true, 1 << 20), 10));
+        harness.open();
+        assert!(!harness.take_output().is_empty(), "the first request is due at once");
+        let timeout = harness.timer();
+        assert_eq!(timeout, Some(harness.now() + Duration::from_secs(10)));
+        harness.advance(Duration::from_micros(100));
+        let consumed = harness.data(&OK[..10]).consumed;
+        assert_eq!(harness.timer(), timeout, "still waiting for the rest, under its timeout");
+        assert!(harness.take_output().is_empty(), "nothing more sent while one is in flight");
+        // The rest comes 6 ms later, after the next request's tick: a slow answer,
+        // not a timeout.
+        assert_eq!(harness.advance(Duration::from_millis(6)), None);
+        harness.data(&OK[consumed..]);
+        let load = harness.protocol();
+        assert_eq!((load.counts.requests, load.counts.errors.total()), (1, 0));
+    }
+
+    #[test]
+    fn a_response_of_exactly_the_maximum_size_is_answered_one_byte_more_is_cut() {
+        for (max_response, answered) in [(OK.len() as u64, 1), (OK.len() as u64 - 1, 0)] {
+            let mut harness = Harness::new(Load::new(plan(false, max_response), 1));
+            harness.open();
+            harness.data(OK);
+            let errors = &harness.protocol().counts.errors;
+            assert_eq!(
+                (harness.protocol().counts.requests, errors.read),
+                (answered, 1 - answered),
+                "{max_response}"
+            );
+        }
     }
 }
