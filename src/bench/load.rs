@@ -338,7 +338,7 @@ impl Protocol for Load {
 
 #[cfg(test)]
 mod tests {
-    use percore::reactor::Harness;
+    use percore::reactor::{Harness, Then};
 
     use super::super::target::{RequestSpec, Target};
     use super::*;
@@ -413,5 +413,28 @@ mod tests {
                 "{max_response}"
             );
         }
+    }
+
+    #[test]
+    fn a_response_to_no_request_is_a_parse_error_and_closes_the_connection() {
+        let mut harness = Harness::new(Load::new(plan(false, 1 << 20), 1));
+        harness.open();
+        let verdict = harness.data(&[OK, OK].concat());
+        assert_eq!(verdict.then, Then::Close);
+        let load = harness.protocol();
+        assert_eq!((load.counts.requests, load.counts.errors.parse, load.in_flight), (1, 1, 0));
+    }
+
+    #[test]
+    fn requests_pipelined_after_a_closing_answer_go_back_to_be_sent_again() {
+        let pipelined = Plan { pipeline: 4, ..plan(false, 1 << 20) };
+        let mut harness = Harness::new(Load::new(pipelined, 4));
+        harness.open();
+        let closing = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+        assert_eq!(harness.data(closing).then, Then::Close);
+        let load = harness.protocol();
+        // One answered; the three after it were never served and are sent again.
+        assert_eq!((load.counts.requests, load.in_flight, load.budget), (1, 0, 3));
+        assert!(!load.finished());
     }
 }
