@@ -338,7 +338,7 @@ impl Protocol for Load {
 
 #[cfg(test)]
 mod tests {
-    use percore::reactor::{Harness, Then};
+    use percore::reactor::{Closed, Harness, Then};
 
     use super::super::target::{RequestSpec, Target};
     use super::*;
@@ -436,5 +436,23 @@ mod tests {
         // One answered; the three after it were never served and are sent again.
         assert_eq!((load.counts.requests, load.in_flight, load.budget), (1, 0, 3));
         assert!(!load.finished());
+    }
+
+    #[test]
+    fn a_response_that_ends_with_the_connection_is_answered_at_a_clean_close_only() {
+        let response = b"HTTP/1.1 200 OK\r\n\r\nhello";
+        for (closed, answered) in
+            [(Closed::ByPeer, 1), (Closed::ReadFailed(io::ErrorKind::ConnectionReset), 0)]
+        {
+            let mut harness = Harness::new(Load::new(plan(false, 1 << 20), 1));
+            harness.open();
+            let consumed = harness.data(response).consumed;
+            assert_eq!(harness.protocol().counts.requests, 0, "not over until the close");
+            harness.close(closed, &response[consumed..]);
+            let counts = &harness.protocol().counts;
+            assert_eq!((counts.requests, counts.errors.read), (answered, 1 - answered), "{closed:?}");
+            assert_eq!(counts.bytes_read, response.len() as u64, "{closed:?}");
+            assert_eq!(harness.protocol().in_flight, 0);
+        }
     }
 }
