@@ -324,9 +324,10 @@ impl Protocol for Load {
             // We closed it, and counted what it had in flight then.
             Closed::Done => None,
         };
-        match kind {
-            Some(kind) if conn.in_flight > 0 || kind == Lost::Connect => self.lose(conn, kind),
-            _ => {}
+        // Each request in flight is lost (a failed connect is one error even with
+        // none); with none in flight, a close loses nothing.
+        if let Some(kind) = kind {
+            self.lose(conn, kind);
         }
         self.closed += 1;
     }
