@@ -32,8 +32,9 @@ Shapes: ka-c100 (keep-alive, 100 connections), pipe16-c100 (16 requests in each 
 percore bench --pipeline 16, wrk's pipeline script, the floor client's DEPTH 16) and
 rate (percore bench --rate R and the floor client at rate R, --rate 50000 unless
 given, each against its own unthrottled ka-c100 of the same round: no busy poll
-between sends, and what sleeping between sends costs in the kernel). The figure is the generator's own CPU per
-response (its rusage), and each ratio the median of per-round ratios:
+between sends, and what sleeping between sends costs in the kernel). The figure is
+the generator's own CPU per response (its rusage), and each ratio the median of
+per-round ratios:
 
     python3 benches/e2e.py loaders --rounds 5 --duration 10
 
