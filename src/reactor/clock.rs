@@ -1,6 +1,7 @@
 //! The loop's clock, read once per turn: the instant for timers and for what a
 //! protocol sees as now, whole seconds for the loop's own deadlines, and the
-//! wall-clock second for the once-a-second tick.
+//! wall-clock second for the once-a-second tick. The wall clock is read only when
+//! the monotonic one says its second should have turned, so a turn costs one read.
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -13,15 +14,17 @@ pub(crate) struct Clock {
     /// deadline of 0 can mean "none".
     now: u32,
     wall_second: u64,
-    /// Time into `wall_second`, as of the last look at the wall clock.
-    wall_into_second: Duration,
+    /// When, by the monotonic clock, the wall clock's next second begins, as of the
+    /// last look at it: the wall clock is not read again before.
+    next_second: Instant,
 }
 
 impl Clock {
     pub(crate) fn new() -> Clock {
-        let (wall_second, wall_into_second) = split(SystemTime::now());
+        let (wall_second, into_second) = split(SystemTime::now());
         let start = Instant::now();
-        Clock { start, instant: start, now: 1, wall_second, wall_into_second }
+        let next_second = start + (Duration::from_secs(1) - into_second);
+        Clock { start, instant: start, now: 1, wall_second, next_second }
     }
 
     /// When the clock started: the origin of the loop's timers.
@@ -43,17 +46,23 @@ impl Clock {
     /// the loop looks once per turn, and what it does between that look and its
     /// next wait is short.
     pub(crate) fn to_next_second(&self) -> Duration {
-        Duration::from_secs(1).saturating_sub(self.wall_into_second)
+        self.next_second.saturating_duration_since(self.instant)
     }
 
-    /// Looks at the clocks. At the turn of a wall-clock second (or a jump of the
-    /// clock either way), moves the seconds on and returns the wall time.
+    /// Looks at the clock. At the turn of a wall-clock second (or a jump of the wall
+    /// clock either way, seen at the latest a second later), moves the seconds on
+    /// and returns the wall time.
     pub(crate) fn advance(&mut self) -> Option<SystemTime> {
         self.instant = Instant::now();
+        if self.instant < self.next_second {
+            return None;
+        }
         let wall = SystemTime::now();
         let (second, into_second) = split(wall);
-        self.wall_into_second = into_second;
+        self.next_second = self.instant + (Duration::from_secs(1) - into_second);
         if second == self.wall_second {
+            // The monotonic clock ran ahead of the wall clock (which is slewed):
+            // the second turns in a moment.
             return None;
         }
         self.wall_second = second;
