@@ -86,6 +86,8 @@ fn pending_input_beyond_the_limit_closes_the_connection() {
 #[derive(Default)]
 struct Recorder {
     opened: Vec<ConnId>,
+    /// The loop's time each `on_open` saw.
+    opened_at: Vec<Instant>,
     timers_fired: usize,
 }
 
@@ -97,6 +99,7 @@ impl Protocol for Recorder {
             io.set_timer(Duration::from_millis(100));
         }
         self.opened.push(io.id());
+        self.opened_at.push(io.now());
         io.write(b"220 ready\r\n");
         Flow::Continue
     }
@@ -123,6 +126,19 @@ fn a_server_greets_a_connection_that_has_sent_nothing() {
     let mut first = client(addr);
     turn_until(&mut reactor, "the connection accepted", |r| r.protocol().opened.len() == 1);
     assert_eq!(read_text(&mut first, 11), "220 ready\r\n");
+}
+
+#[test]
+fn the_loops_time_is_what_its_callbacks_saw_and_moves_on_with_each_turn() {
+    let (mut reactor, addr) = reactor(Recorder::default(), Opening::ServerSpeaksFirst, Config::default());
+    let before = Instant::now();
+    let _first = client(addr);
+    turn_until(&mut reactor, "the connection accepted", |r| r.protocol().opened.len() == 1);
+    let seen = reactor.protocol().opened_at[0];
+    assert!(seen >= before, "the loop looked at the clock after the connection came");
+    assert_eq!(reactor.now(), seen, "the turn that accepted it");
+    reactor.turn(Some(Duration::from_millis(10))).expect("a turn");
+    assert!(reactor.now() > seen, "a new turn, a new look");
 }
 
 #[test]

@@ -40,7 +40,7 @@ use std::fs::File;
 use std::io as stdio;
 use std::net::TcpListener;
 use std::os::fd::{AsRawFd, RawFd};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::sys::{self, Epoll, Event};
 use clock::Clock;
@@ -204,6 +204,12 @@ impl<P: Protocol> Reactor<P> {
     /// What the loop counted so far.
     pub fn stats(&self) -> Stats {
         Stats { open: self.connections.len(), ..self.stats }
+    }
+
+    /// The loop's time as of its last look at the clock, after its last wait: the
+    /// [`Io::now`] its callbacks saw, for an owner that drives it turn by turn.
+    pub fn now(&self) -> Instant {
+        self.core.clock.instant()
     }
 
     /// The protocol being served.
