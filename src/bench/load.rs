@@ -2,6 +2,12 @@
 //! frames the responses, and measures each one's latency. Its schedule (a fixed
 //! rate) and its request timeouts are the connection's timer.
 //!
+//! A request's timeout costs nothing while responses come in time: the timer is
+//! moved only when it would fire too late, so one set for an earlier request fires
+//! first, finds the requests now in flight not yet due, and is moved on to their
+//! deadline (about once per timeout per connection, where a timer set and cancelled
+//! per request was a tenth of the client's own CPU).
+//!
 //! Every request sent is counted once: answered (by status code, its latency in the
 //! histogram), or as one error of the kind that lost it. Whatever the server sends,
 //! a connection holds at most an unfinished head (64 KiB, the framer's bound): a
@@ -60,6 +66,9 @@ pub struct LoadConn {
     in_flight: u32,
     /// When the requests in flight were sent, or due (fixed rate).
     sent_at: Option<Instant>,
+    /// When the requests in flight time out (`None`: never, for a timeout past the
+    /// clock's range).
+    deadline: Option<Instant>,
     /// Fixed rate: when the next request is due.
     next_due: Option<Instant>,
     answered: u64,
@@ -124,15 +133,21 @@ impl Load {
         self.budget > 0
     }
 
-    /// Sends one request, due at `due`, and sets the connection's timer for its
-    /// response.
+    /// Sends one request, due at `due`, with its deadline; the connection's timer
+    /// fires by then.
     fn send(&mut self, conn: &mut LoadConn, due: Instant, io: &mut Io<'_>) {
         self.plan.request.write_to(io);
         conn.in_flight += 1;
         conn.sent_at = Some(due);
         self.budget -= 1;
         self.in_flight += 1;
-        io.set_timer(self.plan.timeout);
+        conn.deadline = io.now().checked_add(self.plan.timeout);
+        if let Some(deadline) = conn.deadline {
+            // A timer that fires sooner (an earlier request's) stays: see on_timer.
+            if io.timer().is_none_or(|at| at > deadline) {
+                io.set_timer_at(deadline);
+            }
+        }
     }
 
     /// Sends what the mode allows: up to the pipeline depth, or (fixed rate) the one
@@ -277,9 +292,6 @@ impl Protocol for Load {
                 return Verdict::close(input.len());
             }
         };
-        if conn.in_flight == 0 {
-            io.cancel_timer();
-        }
         if self.plan.rate.is_some() {
             self.send_more(conn, io);
         } else if conn.answered > answered && conn.in_flight == 0 && self.may_send() {
@@ -290,11 +302,20 @@ impl Protocol for Load {
         Verdict::keep(at)
     }
 
-    /// A request's time is up, or (fixed rate) the next one is due.
+    /// A request's time is up, or (fixed rate) the next one is due; or the timer
+    /// of a request already answered fired, and moves on to the deadline of those
+    /// in flight, or sends.
     fn on_timer(&mut self, conn: &mut LoadConn, io: &mut Io<'_>) -> Flow {
         if conn.in_flight > 0 {
-            self.lose(conn, Lost::Timeout);
-            return Flow::Close;
+            match conn.deadline {
+                Some(deadline) if deadline > io.now() => io.set_timer_at(deadline),
+                Some(_) => {
+                    self.lose(conn, Lost::Timeout);
+                    return Flow::Close;
+                }
+                None => {}
+            }
+            return Flow::Continue;
         }
         self.send_more(conn, io);
         Flow::Continue
@@ -399,6 +420,28 @@ mod tests {
         harness.data(&OK[consumed..]);
         let load = harness.protocol();
         assert_eq!((load.counts.requests, load.counts.errors.total()), (1, 0));
+    }
+
+    #[test]
+    fn a_timer_set_for_an_answered_request_moves_on_to_the_next_ones_deadline() {
+        let mut harness = Harness::new(Load::new(plan(false, 1 << 20), 2));
+        harness.open();
+        let first_deadline = harness.now() + Duration::from_secs(10);
+        assert_eq!(harness.timer(), Some(first_deadline));
+        // Answered after 6 s; the next request leaves then, due by 16 s.
+        harness.advance(Duration::from_secs(6));
+        harness.data(OK);
+        assert_eq!(harness.wake(), Flow::Continue);
+        assert!(!harness.take_output().is_empty(), "the second request went out");
+        assert_eq!(harness.timer(), Some(first_deadline), "left where it was: it fires sooner");
+        // At 10 s the old timer fires: the request in flight is not late.
+        assert_eq!(harness.advance(Duration::from_secs(4)), Some(Flow::Continue));
+        assert_eq!(harness.protocol().counts.errors.timeout, 0);
+        assert_eq!(harness.timer(), Some(first_deadline + Duration::from_secs(6)));
+        // At 16 s it is.
+        assert_eq!(harness.advance(Duration::from_secs(6)), Some(Flow::Close));
+        let counts = &harness.protocol().counts;
+        assert_eq!((counts.requests, counts.errors.timeout), (1, 1));
     }
 
     #[test]
