@@ -27,7 +27,8 @@ Shapes (--shapes picks):
 
 The load generators instead (`loaders`): one server (nginx if installed, else percore;
 --server picks) on --server-cpu, and on --load-cpu, in turn within each round, the
-generators: percore bench -t 1, wrk -t1 and the floor client (benches/floor/client.c).
+generators: percore bench -t 1, wrk -t1 and the floor client (benches/floor/client.c),
+and with --baseline PATH another percore binary's bench (`baseline`).
 Shapes: ka-c100 (keep-alive, 100 connections), pipe16-c100 (16 requests in each write:
 percore bench --pipeline 16, wrk's pipeline script, the floor client's DEPTH 16) and
 rate (percore bench --rate R and the floor client at rate R, --rate 50000 unless
@@ -37,6 +38,7 @@ the generator's own CPU per response (its rusage), and each ratio the median of
 per-round ratios:
 
     python3 benches/e2e.py loaders --rounds 5 --duration 10
+    python3 benches/e2e.py loaders --shapes ka-c100 --baseline /tmp/percore-old
 
 Needs taskset; wrk and ab (apache2-utils) for the loads; nginx (nginx-light) and a C
 compiler for those servers. It says what it skips and why, and never needs root.
@@ -373,10 +375,12 @@ def loaders_main(argv):
     ap.add_argument('--rate', type=int, default=50000, help='the rate shape\'s requests/s (default 50000)')
     ap.add_argument('--server-cpu', type=int, default=0)
     ap.add_argument('--load-cpu', type=int, default=1)
+    ap.add_argument('--baseline', help='another percore binary whose bench runs beside (`baseline`)')
     ap.add_argument('--no-build', action='store_true', help='use target/release/percore as it is')
     ap.add_argument('--json', help='also write every measurement to this file')
     args = ap.parse_args(argv)
-    args.baseline = None
+    if args.baseline and not os.access(args.baseline, os.X_OK):
+        sys.exit(f'--baseline {args.baseline}: not an executable')
     if not shutil.which('taskset'):
         sys.exit('taskset (util-linux) is needed to pin the server and the load')
     if not args.no_build:
@@ -385,6 +389,8 @@ def loaders_main(argv):
     results = []
     with tempfile.TemporaryDirectory(prefix='percore-loaders-') as workdir:
         loaders = available_loaders(args.loaders.split(','), workdir)
+        if args.baseline and 'baseline' not in loaders:
+            loaders.insert(loaders.index('percore') + 1 if 'percore' in loaders else 0, 'baseline')
         shapes = [s for s in args.shapes.split(',') if s in LOADER_SHAPES]
         lua = os.path.join(workdir, 'pipeline.lua')
         with open(lua, 'w') as f:
@@ -426,8 +432,9 @@ def run_loader(loader, shape, port, env, seconds):
     CPU (user + system, from the rusage of the reaped child) per response."""
     args, url = env['args'], f'http://127.0.0.1:{port}/'
     pipelined = shape.startswith('pipe')
-    if loader == 'percore':
-        cmd = [PERCORE, 'bench', '-t', '1', '-c', '100', '-d', f'{seconds}s', '--json', '--fail-on', 'never']
+    if loader in ('percore', 'baseline'):
+        cmd = [PERCORE if loader == 'percore' else args.baseline, 'bench', '-t', '1', '-c', '100',
+               '-d', f'{seconds}s', '--json', '--fail-on', 'never']
         cmd += ['--pipeline', '16'] if pipelined else []
         cmd += ['--rate', str(args.rate)] if shape == 'rate' else []
         cmd.append(url)
@@ -440,7 +447,7 @@ def run_loader(loader, shape, port, env, seconds):
     out = run(['taskset', '-c', str(args.load_cpu)] + cmd, seconds + 60)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    if loader == 'percore':
+    if loader in ('percore', 'baseline'):
         report = json.loads(out)
         responses, took, errors = report['requests'], report['duration_s'], report['errors']['total']
     elif loader == 'wrk':
@@ -482,6 +489,10 @@ def loaders_table(results, args):
                    med(ratios(mine, of('wrk', shape), 'rps')) if loader != 'wrk' else '–']
             out.append('| ' + ' | '.join(row) + ' |')
     out.append('')
+    for shape in dict.fromkeys(r['shape'] for r in results):
+        against = ratios(of('percore', shape), of('baseline', shape), 'cpu_us')
+        if against:
+            out.append(f'{shape}: percore bench\'s CPU per response over the baseline\'s: {med(against)}')
     for loader in ('percore', 'floor'):
         rated = ratios(of(loader, 'rate'), of(loader, 'ka-c100'), 'cpu_us')
         if rated:
