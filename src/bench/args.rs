@@ -180,9 +180,12 @@ mod tests {
         for bad in ["0", "0.0001ms", "2h", "1e3", "x", "99999999999999999999h", "-1"] {
             assert!(timeout(bad).is_err(), "--timeout {bad}");
         }
-        for bad in ["0", "400d", "367d", "9999999h"] {
+        // A year (366 days) is the longest run: 8784 hours.
+        for bad in ["0", "8785h", "527041m", "9999999h"] {
             assert!(run_time(bad).is_err(), "-d {bad}");
         }
+        assert_eq!(run_time("8784h"), Ok(Duration::from_secs(366 * 24 * 3600)));
+        assert_eq!(run_time("1ms"), Ok(Duration::from_millis(1)));
     }
 
     #[test]
