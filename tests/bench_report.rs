@@ -10,7 +10,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use util::{percore_bin, run_capturing_within, Finished, ScriptedServer, Server, TempFile};
+use util::{
+    percore_bin, run_capturing_within, run_with_stdout_within, Finished, ScriptedServer, Server, TempFile,
+};
 
 /// Bound on a whole bench run: the runs here take at most a few seconds, but a
 /// loaded 2-core CI machine may be much slower than that.
@@ -90,6 +92,23 @@ fn json_report_says_what_ran() {
         "{report:#}"
     );
     assert!(report["started_at"].as_str().is_some_and(|t| t.ends_with('Z')), "{report:#}");
+}
+
+#[test]
+fn a_report_nobody_reads_is_no_failure_but_one_that_cannot_be_written_is() {
+    let (server, _) = answering(&[OK]);
+    let url = server.url();
+    let args = ["bench", url.as_str(), "-n", "10", "-c", "1", "-t", "1"];
+    // `percore bench ... | head -0`: the reader is gone before the report comes.
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let run = run_with_stdout_within(&percore_bin(), &args, writer.into(), BENCH_TIMEOUT);
+    assert_eq!(run.status.code(), Some(0), "{}; stderr:\n{}", run.status, run.stderr);
+    // A full disk loses the report: that is a failure, and says so.
+    let full = std::fs::File::options().write(true).open("/dev/full").expect("opening /dev/full");
+    let run = run_with_stdout_within(&percore_bin(), &args, full.into(), BENCH_TIMEOUT);
+    assert_eq!(run.status.code(), Some(1), "{}; stderr:\n{}", run.status, run.stderr);
+    assert!(run.stderr.contains("cannot print the report"), "{}", run.stderr);
 }
 
 #[test]

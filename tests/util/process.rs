@@ -76,6 +76,14 @@ pub fn run_capturing_within(program: &Path, args: &[&str], timeout: Duration) ->
     run_command(cmd, timeout)
 }
 
+/// Like [`run_capturing_within`], with stdout going to `stdout` (a file, a pipe
+/// nobody reads) instead of captured: the result's `stdout` is empty.
+pub fn run_with_stdout_within(program: &Path, args: &[&str], stdout: Stdio, timeout: Duration) -> Finished {
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    Running::spawn_to(cmd, stdout).finish_within(timeout)
+}
+
 /// Runs `cmd` to completion within `timeout`, capturing stdout and stderr; panics
 /// (after killing it) if it does not exit in time. The one runner behind the others.
 fn run_command(cmd: Command, timeout: Duration) -> Finished {
@@ -98,22 +106,31 @@ impl Running {
         Running::spawn(cmd)
     }
 
-    fn spawn(mut cmd: Command) -> Running {
-        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    fn spawn(cmd: Command) -> Running {
+        Running::spawn_to(cmd, Stdio::piped())
+    }
+
+    /// Starts `cmd` with stdout to `stdout`: captured if that is a pipe.
+    fn spawn_to(mut cmd: Command, stdout: Stdio) -> Running {
+        cmd.stdin(Stdio::null()).stdout(stdout).stderr(Stdio::piped());
         let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawning {cmd:?}: {e}"));
-        let (stdout, stderr) = (child.stdout.take().expect("piped"), child.stderr.take().expect("piped"));
         // Each pipe reaching EOF is how we learn, without polling, that the
         // process has exited; both are drained so neither can fill and block it.
-        let drain = |mut pipe: Box<dyn Read + Send>| {
+        // Stdout not captured reads as empty at once.
+        let drain = |pipe: Option<Box<dyn Read + Send>>| {
             let (tx, rx) = mpsc::channel();
             thread::spawn(move || {
                 let mut text = String::new();
-                let _ = pipe.read_to_string(&mut text);
+                if let Some(mut pipe) = pipe {
+                    let _ = pipe.read_to_string(&mut text);
+                }
                 let _ = tx.send(text);
             });
             rx
         };
-        Running { child: KillOnDrop(child), stdout: drain(Box::new(stdout)), stderr: drain(Box::new(stderr)) }
+        let stdout = child.stdout.take().map(|pipe| Box::new(pipe) as Box<dyn Read + Send>);
+        let stderr = child.stderr.take().map(|pipe| Box::new(pipe) as Box<dyn Read + Send>);
+        Running { child: KillOnDrop(child), stdout: drain(stdout), stderr: drain(stderr) }
     }
 
     pub fn pid(&self) -> u32 {
