@@ -210,6 +210,29 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_run_says_how_many_of_how_many_and_which_kinds_by_its_rule() {
+        let mut report = Report::new(Vec::new(), SystemTime::UNIX_EPOCH);
+        report.counts.requests = 10;
+        report.counts.status.add(200, 8);
+        report.counts.status.add(503, 2);
+        assert_eq!(
+            FailOn::Any.check(&report),
+            Err("2 of 10 requests failed (--fail-on any): 2 responses neither 2xx nor 3xx".into())
+        );
+        assert_eq!(FailOn::Errors.check(&report), Ok(()), "a 503 is an answer");
+        report.counts.errors.timeout = 3;
+        assert_eq!(
+            FailOn::Any.check(&report),
+            Err("5 of 13 requests failed (--fail-on any): 3 errors, 2 responses neither 2xx nor 3xx".into())
+        );
+        assert_eq!(
+            FailOn::Errors.check(&report),
+            Err("3 of 13 requests failed (--fail-on errors): 3 errors".into())
+        );
+        assert_eq!(FailOn::Never.check(&report), Ok(()));
+    }
+
+    #[test]
     fn start_times_in_either_form() {
         let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_748_779_200);
         assert_eq!(start_at("1748779200"), Ok(at));
