@@ -17,8 +17,8 @@ use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
 use serde_json::Value;
 use util::{
-    percore_bin, run_capturing_within, signal, signal_pending, wait_until, Finished, Running, ScriptedServer,
-    Server, TempFile, WAIT,
+    cpus_allowed, percore_bin, run_capturing_within, signal, signal_pending, thread_cpus_allowed, wait_until,
+    Finished, Running, ScriptedServer, Server, TempFile, WAIT,
 };
 
 /// Bound on a whole bench run: the runs here take at most a few seconds, but a
@@ -110,6 +110,35 @@ fn catches(pid: u32, signo: u32) -> bool {
         .filter_map(|line| line.strip_prefix("SigCgt:"))
         .filter_map(|mask| u64::from_str_radix(mask.trim(), 16).ok())
         .any(|mask| mask & (1 << (signo - 1)) != 0)
+}
+
+// ---------------------------------------------------------------------------
+// Pinning.
+
+#[test]
+fn a_load_thread_is_pinned_to_its_cpu_unless_told_not_to() {
+    let cpus = percore::worker::allowed_cpus();
+    let [_, second, ..] = cpus[..] else {
+        eprintln!("skipped: pinning is seen on two CPUs, and this process may run on {cpus:?} only");
+        return;
+    };
+    let everywhere = cpus_allowed(std::process::id()).expect("this process's CPUs");
+    let (server, answered) = counting_server();
+    let (url, cpu) = (server.url(), second.to_string());
+    for no_pin in [false, true] {
+        let mut args = vec!["bench", &url, "-d", "60s", "-c", "1", "-t", "1", "--cpus", &cpu, "--json"];
+        args.extend(no_pin.then_some("--no-pin"));
+        let before = answered.load(Ordering::SeqCst);
+        let bench = Running::start(&percore_bin(), &args);
+        // The load thread pins itself before it connects: once answers come, it ran.
+        assert!(wait_until(WAIT, || answered.load(Ordering::SeqCst) > before), "no request arrived");
+        let threads = thread_cpus_allowed(bench.pid());
+        signal(bench.pid(), "INT");
+        json_of(&bench.finish_within(BENCH_TIMEOUT));
+        let pinned = threads.contains(&cpu);
+        assert_eq!(pinned, !no_pin, "--no-pin {no_pin}: threads' CPUs {threads:?}");
+        assert!(threads.contains(&everywhere), "the main thread runs anywhere: {threads:?}");
+    }
 }
 
 // ---------------------------------------------------------------------------

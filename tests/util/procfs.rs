@@ -33,6 +33,20 @@ pub fn cpus_allowed(pid: u32) -> Option<String> {
     status.lines().find_map(|line| line.strip_prefix("Cpus_allowed_list:")).map(|v| v.trim().to_string())
 }
 
+/// The `Cpus_allowed_list` of each thread of `pid`; empty if it is gone.
+pub fn thread_cpus_allowed(pid: u32) -> Vec<String> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
+    tasks
+        .filter_map(|task| {
+            let status = std::fs::read_to_string(task.ok()?.path().join("status")).ok()?;
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("Cpus_allowed_list:"))
+                .map(|v| v.trim().to_string())
+        })
+        .collect()
+}
+
 /// Signal number of SIGTERM, for [`signal_pending`].
 pub const SIGTERM: u32 = 15;
 
