@@ -175,6 +175,10 @@ mod tests {
         collector.receive(tick(0, 0, &[100; 99], 0, false)).expect("received");
         assert!(screen.0.borrow().is_empty(), "thread 1 has not reported second 1 yet");
         collector.receive(tick(1, 0, &[100], 0, false)).expect("received");
+        assert!(
+            screen.0.borrow().ends_with(b"100 requests/s       0 errors  p99    100\xc2\xb5s"),
+            "second 1 is shown"
+        );
         collector.receive(tick(0, 1, &[1500, 1500], 3, false)).expect("received");
         collector.receive(tick(1, 1, &[], 0, true)).expect("received");
         collector.receive(tick(0, 2, &[100], 0, true)).expect("received");
@@ -200,5 +204,19 @@ mod tests {
         collector.receive(tick(0, 3, &[10, 10], 0, true)).expect("received");
         let collected = collector.finish(Duration::from_secs(4)).expect("finished");
         assert_eq!(collected.per_second, [1, 0, 0, 2]);
+    }
+
+    #[test]
+    fn the_last_seconds_run_to_the_end_of_the_run_or_of_the_last_thread() {
+        // Nobody reported the seconds after the first: a run of 3.5 s has four.
+        let mut collector = Collector::new(1, None, None);
+        collector.receive(tick(0, 0, &[10], 0, true)).expect("received");
+        assert_eq!(collector.finish(Duration::from_millis(3500)).expect("finished").per_second, [1, 0, 0, 0]);
+        // A thread that stopped late reported a second past a run of 1.5 s.
+        let mut collector = Collector::new(1, None, None);
+        collector.receive(tick(0, 0, &[10], 0, false)).expect("received");
+        collector.receive(tick(0, 3, &[10, 10], 0, true)).expect("received");
+        let collected = collector.finish(Duration::from_millis(1500)).expect("finished");
+        assert_eq!((collected.per_second, collected.latency.len()), (vec![1, 0, 0, 2], 3));
     }
 }
