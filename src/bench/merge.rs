@@ -100,5 +100,32 @@ mod tests {
         // The median of the union, 1000, is neither run's own (200 and 1000).
         assert_eq!((merged.latency.value_at_quantile(0.5), merged.latency.max()), (1000, 2000));
         assert_eq!(merged.per_second, [5, 2]);
+        assert!(!merged.interrupted);
+    }
+
+    #[test]
+    fn one_interrupted_run_marks_the_merge_interrupted() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_748_779_200);
+        let mut b = log(t0, &[&[100]], 200);
+        b.logged.interrupted = true;
+        assert!(merge_logs(&[log(t0, &[&[100]], 200), b]).interrupted);
+    }
+
+    #[test]
+    fn a_second_past_the_runs_span_is_counted_but_left_out_of_the_plot() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_748_779_200);
+        // A damaged log: a run of 2 s with an interval 4 s in, past the span and
+        // the second of rounding the plot allows.
+        let mut damaged = log(t0, &[&[100], &[200]], 200);
+        let mut late = new_histogram();
+        late.saturating_record(300);
+        damaged.intervals.push(Interval { start: t0 + Duration::from_secs(4), latency: late });
+        let merged = merge_logs(&[damaged]);
+        assert_eq!(merged.latency.len(), 3);
+        assert_eq!(merged.per_second, [1, 1]);
+        // One second less late is still in the plot.
+        let mut late_but_in = log(t0, &[&[100], &[200]], 200);
+        late_but_in.intervals[1].start = t0 + Duration::from_secs(3);
+        assert_eq!(merge_logs(&[late_but_in]).per_second, [1, 0, 0, 1]);
     }
 }
