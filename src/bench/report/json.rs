@@ -264,6 +264,17 @@ mod tests {
             (report.started_at, report.duration, false)
         );
         assert_eq!(logged.counts, report.counts);
+        // Every mode and way of stopping reads back, and an interrupted run says so.
+        let mut other = report.clone();
+        other.interrupted = true;
+        other.runs.extend([Mode::KeepAlive, Mode::Close].map(|mode| RunInfo {
+            mode,
+            rate: None,
+            stop: Stop::After(Duration::from_millis(2500)),
+            ..report.runs[0].clone()
+        }));
+        let logged = Logged::from_json(&to_json(&other)).expect("reads back");
+        assert_eq!((logged.runs, logged.interrupted), (other.runs, true));
         assert!(Logged::from_json(&json!({ "format": "percore-bench/0" })).is_none());
         assert!(Logged::from_json(&json!([1, 2])).is_none());
     }
