@@ -76,7 +76,8 @@ const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
 fn json_report_says_what_ran() {
     let server = Server::percore(&["--workers", "1"]);
     let url = format!("http://{}/", server.addr());
-    let report = bench_json_exiting(&[&url, "-n", "100", "-c", "2", "-t", "1", "--pipeline", "4"], 0);
+    // Four threads asked for, three connections: a thread per connection.
+    let report = bench_json_exiting(&[&url, "-n", "100", "-c", "3", "-t", "4", "--pipeline", "4"], 0);
     assert_eq!(report["format"], "percore-bench/1", "{report:#}");
     let run = &report["runs"][0];
     assert_eq!(
@@ -85,7 +86,7 @@ fn json_report_says_what_ran() {
         "{report:#}"
     );
     assert_eq!((run["mode"].as_str(), count(run, "/pipeline")), (Some("pipeline"), 4), "{report:#}");
-    assert_eq!((count(run, "/threads"), count(run, "/connections")), (1, 2), "{report:#}");
+    assert_eq!((count(run, "/threads"), count(run, "/connections")), (3, 3), "{report:#}");
     assert_eq!(
         (count(run, "/stop/requests"), report["interrupted"].as_bool()),
         (100, Some(false)),
