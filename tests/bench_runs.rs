@@ -208,6 +208,21 @@ fn a_run_starts_at_its_wall_clock_instant() {
 }
 
 #[test]
+fn ctrl_c_while_waiting_for_the_start_ends_the_wait_with_nothing_sent() {
+    let (server, answered) = counting_server();
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).expect("after 1970").as_secs_f64();
+    // Two minutes away: far past the bound on the run, were the wait not cut short.
+    let at = format!("{:.3}", now + 120.0);
+    let bench = Running::start(&percore_bin(), &["bench", &server.url(), "--start-at", &at, "--json"]);
+    let pid = bench.pid();
+    assert!(wait_until(WAIT, || catches(pid, SIGINT)), "bench never caught SIGINT");
+    signal(pid, "INT");
+    let report = json_of(&bench.finish_within(BENCH_TIMEOUT));
+    assert_eq!((report["interrupted"].as_bool(), count(&report, "/requests")), (Some(true), 0), "{report:#}");
+    assert_eq!(answered.load(Ordering::SeqCst), 0);
+}
+
+#[test]
 fn a_plot_draws_both_charts() {
     let (server, _) = counting_server();
     let plot = TempFile::with_contents(b"");
