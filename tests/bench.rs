@@ -465,6 +465,21 @@ fn a_close_before_the_answer_is_a_read_error_and_a_refused_connection_a_connect_
 }
 
 #[test]
+fn a_head_that_arrives_slowly_is_waited_for_as_long_as_the_timeout_says() {
+    // 13 s between the status line and the rest: past every timeout of the loop's
+    // own (a server's 10 s for a request head), well within --timeout 25.
+    let (addr, server) = one_connection_then_none(|mut stream| {
+        let _ = read_request_heads(&mut stream, &mut Vec::new());
+        let _ = stream.write_all(b"HTTP/1.1 200 OK\r\n");
+        thread::sleep(Duration::from_secs(13));
+        let _ = stream.write_all(b"Content-Length: 0\r\n\r\n");
+    });
+    let report = bench_json_exiting(&[&url(addr), "-n", "1", "-c", "1", "-t", "1", "--timeout", "25"], 0);
+    server.join().expect("the server thread");
+    assert_eq!((count(&report, "/requests"), count(&report, "/errors/total")), (1, 0), "{report:#}");
+}
+
+#[test]
 fn a_reset_while_requests_are_still_unsent_is_a_write_error() {
     // 300,000 pipelined requests, 11 MB in one write: far more than the socket
     // buffers take, so most are still queued in bench when the server, having read
