@@ -190,9 +190,11 @@ impl Job {
         if let Some(cpu) = self.cpu {
             core_affinity::set_for_current(core_affinity::CoreId { id: cpu });
         }
-        // The protocol times each request itself, with the connection's timer.
+        // The protocol times each request itself, with the connection's timer: the
+        // loop's own timeouts, a server's, are off (a head arriving slowly is
+        // pending input, which the request timeout would cut). A client loop
+        // accepts nothing, so `max_connections` does not apply.
         let config = Config {
-            max_connections: usize::MAX,
             request_timeout: 0,
             idle_timeout: 0,
             send_timeout: 0,
