@@ -133,6 +133,11 @@ impl Load {
         self.budget > 0
     }
 
+    /// Requests this thread may still send (`u64::MAX` for a run of a duration).
+    pub fn left_to_send(&self) -> u64 {
+        self.budget
+    }
+
     /// Sends one request, due at `due`, with its deadline; the connection's timer
     /// fires by then.
     fn send(&mut self, conn: &mut LoadConn, due: Instant, io: &mut Io<'_>) {

@@ -194,12 +194,7 @@ impl Job {
         // loop's own timeouts, a server's, are off (a head arriving slowly is
         // pending input, which the request timeout would cut). A client loop
         // accepts nothing, so `max_connections` does not apply.
-        let config = Config {
-            request_timeout: 0,
-            idle_timeout: 0,
-            send_timeout: 0,
-            ..Config::default()
-        };
+        let config = Config { request_timeout: 0, idle_timeout: 0, send_timeout: 0, ..Config::default() };
         let mut ticker = Ticker { thread: self.index, second: 0, errors_sent: 0 };
         let mut reactor = match Reactor::client(Load::new(self.plan.clone(), self.budget), config) {
             Ok(reactor) => reactor,
@@ -236,9 +231,12 @@ impl Job {
             if ended || reactor.protocol().finished() {
                 return Ok(());
             }
+            // Closed connections are replaced while requests are left to send, one
+            // for each at most: none is opened only to stay idle to the end.
             let load = reactor.protocol_mut();
-            let replace = std::mem::take(&mut load.closed);
-            if load.may_send() && replace > 0 {
+            let closed = std::mem::take(&mut load.closed);
+            let replace = (closed as u64).min(load.left_to_send()) as usize;
+            if replace > 0 {
                 self.open(reactor, replace);
             }
             if reactor.stats().open == 0 {
