@@ -8,6 +8,7 @@ mod util;
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
@@ -462,6 +463,26 @@ fn a_close_before_the_answer_is_a_read_error_and_a_refused_connection_a_connect_
     for kind in ["write", "timeout", "parse"] {
         assert_eq!(count(&report, &format!("/errors/{kind}")), 0, "{kind}: {report:#}");
     }
+}
+
+#[test]
+fn connections_that_cannot_be_opened_are_connect_errors_and_the_rest_carry_the_load() {
+    // 32 descriptors: the 50 connections asked for do not all fit, and the sockets
+    // past the limit fail at once (EMFILE), before any connect.
+    let server = percore();
+    let target = url(server.addr());
+    let percore = percore_bin();
+    let args = ["--nofile=32:32", "--", percore.to_str().expect("a UTF-8 path"), "bench"];
+    let run = run_capturing_within(
+        Path::new("prlimit"),
+        &[&args[..], &[&target, "-n", "200", "-c", "50", "-t", "1", "--json"]].concat(),
+        BENCH_TIMEOUT,
+    );
+    assert_eq!(run.status.code(), Some(1), "{}; stderr:\n{}", run.status, run.stderr);
+    let report: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}", run.stdout));
+    let connect = count(&report, "/errors/connect");
+    assert!((1..50).contains(&connect), "{connect} of 50 connections failed: {report:#}");
+    assert_eq!((count(&report, "/requests"), count(&report, "/errors/total")), (200, connect), "{report:#}");
 }
 
 #[test]
