@@ -230,6 +230,13 @@ mod tests {
             Err("3 of 13 requests failed (--fail-on errors): 3 errors".into())
         );
         assert_eq!(FailOn::Never.check(&report), Ok(()));
+        // Errors alone: no word of responses.
+        report.counts.status = Default::default();
+        report.counts.status.add(200, 10);
+        assert_eq!(
+            FailOn::Any.check(&report),
+            Err("3 of 13 requests failed (--fail-on any): 3 errors".into())
+        );
     }
 
     #[test]
