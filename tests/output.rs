@@ -170,7 +170,7 @@ fn the_answers_to_one_read_go_out_in_one_send() {
     }
     let (server, worker) = one_worker(&[]);
     let mut reader = warm_connection(&server);
-    // glibc's recv and send are the recvfrom and sendto system calls.
+    // The loop receives with recvfrom and sends with sendto (sys::recv, sys::send).
     let trace = Strace::attach(worker, "recvfrom,recvmsg,read,sendto,sendmsg,write,writev");
     // 50 requests in one write, 1,350 bytes: one segment on loopback.
     pipeline_and_read_all(&mut reader, PIPELINED);

@@ -232,17 +232,31 @@ pub fn is_in_progress(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::EINPROGRESS)
 }
 
+// The per-request calls (recv, send, sendmsg) are made with syscall(2), not through
+// their libc functions: in a process with more than one thread (percore bench, or
+// a library user's) glibc makes those functions cancellation points, and brackets
+// every call with two atomic updates of the thread's cancellation state, a tenth
+// of the load generator's own instructions per response. Nothing here cancels a
+// thread, so the brackets buy nothing.
+
 /// Reads into `buf`; `Ok(0)` is end of stream, `WouldBlock` means drained.
 pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
-    // SAFETY: the kernel writes at most `buf.len()` bytes into `buf`.
-    let n = restarting(|| syscall!(recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0)))?;
+    let (no_addr, no_len) = (std::ptr::null_mut::<libc::sockaddr>(), std::ptr::null_mut::<libc::socklen_t>());
+    // SAFETY: recvfrom(2) writes at most `buf.len()` bytes into `buf`, and no
+    // address (both address pointers are null).
+    let n = restarting(|| {
+        syscall!(syscall(libc::SYS_recvfrom, fd, buf.as_mut_ptr(), buf.len(), 0, no_addr, no_len))
+    })?;
     Ok(n as usize)
 }
 
 /// Sends from `buf` without raising SIGPIPE on a closed peer; returns bytes sent.
 pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
-    // SAFETY: the kernel reads at most `buf.len()` bytes from `buf`.
-    let n = restarting(|| syscall!(send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL)))?;
+    let (flags, no_addr) = (libc::MSG_NOSIGNAL, std::ptr::null::<libc::sockaddr>());
+    // SAFETY: sendto(2) reads at most `buf.len()` bytes from `buf`, and no address
+    // (null, of length 0).
+    let n =
+        restarting(|| syscall!(syscall(libc::SYS_sendto, fd, buf.as_ptr(), buf.len(), flags, no_addr, 0)))?;
     Ok(n as usize)
 }
 
@@ -254,8 +268,10 @@ pub fn send_vectored(fd: RawFd, slices: &[IoSlice<'_>]) -> io::Result<usize> {
     // IoSlice is ABI-compatible with iovec on Unix; the kernel only reads them.
     message.msg_iov = slices.as_ptr().cast_mut().cast::<libc::iovec>();
     message.msg_iovlen = slices.len().min(1024) as _;
-    // SAFETY: `message` points at `slices`, which outlive the call.
-    let n = restarting(|| syscall!(sendmsg(fd, &message, libc::MSG_NOSIGNAL)))?;
+    let message_ptr = &message as *const libc::msghdr;
+    // SAFETY: sendmsg(2) reads `message` and the slices it points at, which outlive
+    // the call.
+    let n = restarting(|| syscall!(syscall(libc::SYS_sendmsg, fd, message_ptr, libc::MSG_NOSIGNAL)))?;
     Ok(n as usize)
 }
 
