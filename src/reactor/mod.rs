@@ -394,7 +394,7 @@ impl<P: Protocol> Reactor<P> {
     fn rearm(&mut self, token: Token) {
         if let Some(conn) = self.connections.get_mut(token) {
             let busy = P::is_busy(&conn.state);
-            let timer_set = self.core.timers.deadline(token).is_some();
+            let timer_set = self.core.timers.is_set(token);
             conn.rearm(self.core.clock.now(), &self.core.config, busy, timer_set);
         }
     }

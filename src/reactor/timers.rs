@@ -70,6 +70,11 @@ impl Timers {
         }
     }
 
+    /// Whether connection `token` has a timer set.
+    pub(crate) fn is_set(&self, token: Token) -> bool {
+        self.index_of(token).is_some()
+    }
+
     /// When the timer of connection `token` fires, if it is set.
     pub(crate) fn deadline(&self, token: Token) -> Option<Instant> {
         self.index_of(token).map(|i| self.instant(self.heap[i].deadline))
