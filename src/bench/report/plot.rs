@@ -134,6 +134,142 @@ mod tests {
 
     use super::*;
 
+    /// A report over 2.5 s of `count` latencies, 100 µs apart from 100 µs.
+    fn report_of(count: u64) -> Report {
+        let mut report = Report::new(Vec::new(), SystemTime::UNIX_EPOCH);
+        for micros in 1..=count {
+            report.latency.saturating_record(micros * 100);
+        }
+        report.per_second = vec![4000, 5000, 1000];
+        report.duration = Duration::from_millis(2500);
+        report
+    }
+
+    fn drawn(report: &Report) -> String {
+        let path = std::env::temp_dir().join(format!("percore-plot-{}-{:p}.svg", std::process::id(), report));
+        draw(report, &path).expect("drawn");
+        let svg = std::fs::read_to_string(&path).expect("written");
+        let _ = std::fs::remove_file(&path);
+        svg
+    }
+
+    /// The value of `name="..."` in an SVG element.
+    fn attribute<'a>(element: &'a str, name: &str) -> &'a str {
+        let start = element.find(&format!(" {name}=\"")).expect("the attribute") + name.len() + 3;
+        &element[start..start + element[start..].find('"').expect("its end")]
+    }
+
+    /// Every `<polyline>`: its stroke colour and its points.
+    fn polylines(svg: &str) -> Vec<(&str, Vec<(i32, i32)>)> {
+        let point = |xy: &str| {
+            let (x, y) = xy.split_once(',').expect("x,y");
+            (x.parse().expect("x"), y.parse().expect("y"))
+        };
+        svg.split("<polyline")
+            .skip(1)
+            .map(|element| {
+                (
+                    attribute(element, "stroke"),
+                    attribute(element, "points").split_whitespace().map(point).collect(),
+                )
+            })
+            .collect()
+    }
+
+    /// A chart's plotting area, in the SVG's pixels.
+    #[derive(Clone, Copy, Debug)]
+    struct Frame {
+        left: i32,
+        right: i32,
+        top: i32,
+        bottom: i32,
+    }
+
+    impl Frame {
+        /// Where `fraction` of the way along the x axis is.
+        fn x(&self, fraction: f64) -> f64 {
+            self.left as f64 + fraction * (self.right - self.left) as f64
+        }
+
+        /// How far above the x axis `fraction` of the height is.
+        fn height(&self, fraction: f64) -> f64 {
+            fraction * (self.bottom - self.top) as f64
+        }
+    }
+
+    /// The charts' frames, top to bottom, from their axes: the black lines longer
+    /// than a tick, vertical (y) and horizontal (x).
+    fn frames(lines: &[(&str, Vec<(i32, i32)>)]) -> Vec<Frame> {
+        let black = (lines.iter().filter(|(stroke, p)| *stroke == "#000000" && p.len() == 2))
+            .map(|(_, p)| (p[0], p[1]));
+        let span = |from: i32, to: i32| (from.min(to), from.max(to));
+        let ys: Vec<(i32, i32)> = black
+            .clone()
+            .filter(|(a, b)| a.0 == b.0 && (a.1 - b.1).abs() > 20)
+            .map(|(a, b)| span(a.1, b.1))
+            .collect();
+        let xs: Vec<(i32, i32)> = black
+            .filter(|(a, b)| a.1 == b.1 && (a.0 - b.0).abs() > 20)
+            .map(|(a, b)| span(a.0, b.0))
+            .collect();
+        assert_eq!(ys.len(), xs.len(), "an x axis for each y axis: {ys:?} {xs:?}");
+        ys.into_iter()
+            .zip(xs)
+            .map(|((top, bottom), (left, right))| Frame { left, right, top, bottom })
+            .collect()
+    }
+
+    /// The points of the first line drawn in `colour`.
+    fn curve<'a>(lines: &'a [(&str, Vec<(i32, i32)>)], colour: &str) -> &'a [(i32, i32)] {
+        &lines.iter().find(|(stroke, _)| *stroke == colour).expect("a curve in that colour").1
+    }
+
+    #[test]
+    fn the_charts_are_stacked_and_the_curve_spans_its_axes() {
+        let svg = drawn(&report_of(10_000));
+        let lines = polylines(&svg);
+        let height = SIZE.1 as i32;
+        let [latency, rates] = frames(&lines)[..] else { panic!("two charts") };
+        // Percentiles above (about 11/20 of the height), rates below, each with room.
+        assert!(latency.top < height / 10 && latency.bottom > height * 9 / 20, "{latency:?}");
+        assert!(latency.bottom < rates.top && rates.bottom - rates.top > height / 4, "{rates:?}");
+        assert!(rates.bottom < height, "{rates:?}");
+        let curve = curve(&lines, "#0000FF");
+        let xs = curve.iter().map(|&(x, _)| x);
+        // From 0% at the y axis to the deepest percentile 10,000 responses tell, at the end.
+        assert_eq!((xs.clone().min(), xs.max()), (Some(latency.left), Some(latency.right)), "{curve:?}");
+        // The slowest response is a tenth of the chart's height below its top.
+        let peak = curve.iter().map(|&(_, y)| y).min().expect("points");
+        let headroom = latency.height(1.0 - 1.0 / 1.1);
+        assert!(((peak - latency.top) as f64 - headroom).abs() < 3.0, "peak at {peak} in {latency:?}");
+        // A dot on the curve for each percentile the text lists but 100%.
+        let dots: Vec<i32> = (svg.split("<circle").skip(1))
+            .filter(|circle| attribute(circle, "fill") == "#0000FF")
+            .map(|circle| attribute(circle, "cx").parse().expect("cx"))
+            .collect();
+        assert_eq!(dots.len(), PERCENTILES.len() - 1, "{dots:?}");
+        // In order along the axis, 50% right of 0%, 99.9% left of 99.99%.
+        assert!(dots.windows(2).all(|pair| pair[0] < pair[1]), "{dots:?}");
+        assert!(dots.iter().all(|&x| latency.left < x && x < latency.right), "{dots:?} in {latency:?}");
+    }
+
+    #[test]
+    fn each_seconds_rate_is_drawn_at_its_middle() {
+        // 4000, 5000, then 1000 in the last half second: 2000/s.
+        let svg = drawn(&report_of(100));
+        let lines = polylines(&svg);
+        let [_, rates] = frames(&lines)[..] else { panic!("two charts") };
+        let points = curve(&lines, "#FF0000");
+        let y_max = 5000.0 * 1.1;
+        let expected =
+            [(0.5, 4000.0), (1.5, 5000.0), (2.25, 2000.0)].map(|(x, rate)| (x / 2.5, rate / y_max));
+        assert_eq!(points.len(), expected.len(), "{points:?}");
+        for (&(x, y), (along, up)) in points.iter().zip(expected) {
+            let (x_off, y_off) = (x as f64 - rates.x(along), (rates.bottom - y) as f64 - rates.height(up));
+            assert!(x_off.abs() < 2.0 && y_off.abs() < 2.0, "{points:?} in {rates:?}, not at {expected:?}");
+        }
+    }
+
     #[test]
     fn the_axis_reads_in_percentiles() {
         let labels: Vec<String> =
@@ -143,23 +279,14 @@ mod tests {
 
     #[test]
     fn a_plot_is_an_svg_with_both_charts_even_when_empty() {
-        let path = std::env::temp_dir().join(format!("percore-plot-{}.svg", std::process::id()));
-        for latencies in [vec![], (1..=10_000).collect::<Vec<u64>>()] {
-            let mut report = Report::new(Vec::new(), SystemTime::UNIX_EPOCH);
-            for &micros in &latencies {
-                report.latency.saturating_record(micros * 100);
-            }
-            report.per_second = vec![4000, 5000, 1000];
-            report.duration = Duration::from_millis(2500);
-            draw(&report, &path).expect("drawn");
-            let svg = std::fs::read_to_string(&path).expect("written");
-            let _ = std::fs::remove_file(&path);
+        // The axis goes as deep as the responses tell: 99% for none, 99.99% for 10,000.
+        for (count, deepest, deeper) in [(0, "99%", "99.9%"), (10_000, "99.99%", "99.999%")] {
+            let svg = drawn(&report_of(count));
             assert!(svg.starts_with("<svg"), "{svg}");
-            // The axis goes as deep as the responses tell: 99% for none, 99.99% for 10,000.
-            let deepest = if latencies.is_empty() { "99%" } else { "99.99%" };
-            for text in ["latency by percentile", "responses per second", deepest] {
+            for text in ["latency by percentile", "responses per second", &format!("\n{deepest}\n")] {
                 assert!(svg.contains(text), "no {text:?} in the SVG");
             }
+            assert!(!svg.contains(&format!("\n{deeper}\n")), "{deeper} drawn for {count} responses");
         }
     }
 }
