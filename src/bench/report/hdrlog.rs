@@ -30,12 +30,6 @@ pub struct LogWriter {
     serializer: V2DeflateSerializer,
 }
 
-impl std::fmt::Debug for LogWriter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LogWriter").finish_non_exhaustive()
-    }
-}
-
 impl LogWriter {
     /// Creates (or truncates) the log at `path`: before the run, so that a path that
     /// cannot be written fails it before any load is sent.
