@@ -238,10 +238,19 @@ mod tests {
         let xs = curve.iter().map(|&(x, _)| x);
         // From 0% at the y axis to the deepest percentile 10,000 responses tell, at the end.
         assert_eq!((xs.clone().min(), xs.max()), (Some(latency.left), Some(latency.right)), "{curve:?}");
-        // The slowest response is a tenth of the chart's height below its top.
+        // The slowest response (1 s) is a tenth of the chart's height below its top,
+        // the fastest (100 µs) at its foot, and the axis reads in seconds up to 1.1.
         let peak = curve.iter().map(|&(_, y)| y).min().expect("points");
         let headroom = latency.height(1.0 - 1.0 / 1.1);
         assert!(((peak - latency.top) as f64 - headroom).abs() < 3.0, "peak at {peak} in {latency:?}");
+        assert!((latency.bottom - curve[0].1).abs() < 2, "starts at {:?} in {latency:?}", curve[0]);
+        assert!(svg.contains("\nlatency (s)\n"), "the latency axis is not in seconds");
+        let top_label = (svg.split("<text").skip(1))
+            .filter(|text| attribute(text, "text-anchor") == "end")
+            .filter(|text| attribute(text, "y").parse::<i32>().expect("y") <= latency.bottom + 2)
+            .map(|text| text.split('\n').nth(1).expect("a label").parse::<f64>().expect("a number"))
+            .fold(0.0, f64::max);
+        assert!((1.0..=1.1).contains(&top_label), "the latency axis is labelled up to {top_label}");
         // A dot on the curve for each percentile the text lists but 100%.
         let dots: Vec<i32> = (svg.split("<circle").skip(1))
             .filter(|circle| attribute(circle, "fill") == "#0000FF")
@@ -268,6 +277,12 @@ mod tests {
             let (x_off, y_off) = (x as f64 - rates.x(along), (rates.bottom - y) as f64 - rates.height(up));
             assert!(x_off.abs() < 2.0 && y_off.abs() < 2.0, "{points:?} in {rates:?}, not at {expected:?}");
         }
+    }
+
+    #[test]
+    fn the_latency_axis_reads_in_the_unit_of_its_highest_value() {
+        let names = [0, 999, 1000, 999_999, 1_000_000].map(|max| Unit::for_micros(max).name);
+        assert_eq!(names, ["µs", "µs", "ms", "ms", "s"]);
     }
 
     #[test]
