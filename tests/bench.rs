@@ -10,7 +10,7 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -118,12 +118,14 @@ struct Canned {
     batch: usize,
     /// Shared by every connection: a time when no one answers.
     stall: Option<Arc<Stall>>,
+    /// Shared by every connection: answers go out in rounds, one per connection.
+    rounds: Option<Arc<Rounds>>,
 }
 
 impl Canned {
     /// Answers every request at once with `response`.
     fn answering(response: &'static [u8]) -> Canned {
-        Canned { response, close_after: false, batch: 1, stall: None }
+        Canned { response, close_after: false, batch: 1, stall: None, rounds: None }
     }
 }
 
@@ -153,6 +155,35 @@ impl Stall {
         if let Some(until) = until {
             thread::sleep(until.saturating_duration_since(Instant::now()));
         }
+    }
+}
+
+/// Server-wide rounds: a connection's request is answered only once `size`
+/// connections each have one waiting, then all of theirs at once.
+struct Rounds {
+    size: usize,
+    /// Requests waiting in the round under way, and how many rounds were answered.
+    state: Mutex<(usize, usize)>,
+    answered: Condvar,
+}
+
+impl Rounds {
+    fn new(size: usize) -> Rounds {
+        Rounds { size, state: Mutex::new((0, 0)), answered: Condvar::new() }
+    }
+
+    /// Called before a connection's answer: waits for its round to fill (at most
+    /// [`CANNED_READ_TIMEOUT`], so that no thread outlives its test for long).
+    fn before_answer(&self) {
+        let mut state = self.state.lock().unwrap();
+        let round = state.1;
+        state.0 += 1;
+        if state.0 == self.size {
+            *state = (0, round + 1);
+            self.answered.notify_all();
+            return;
+        }
+        let _ = self.answered.wait_timeout_while(state, CANNED_READ_TIMEOUT, |state| state.1 == round);
     }
 }
 
@@ -205,6 +236,9 @@ fn answer_requests(mut stream: TcpStream, canned: &Canned) {
         for _ in 0..std::mem::take(&mut waiting) {
             if let Some(stall) = &canned.stall {
                 stall.before_answer();
+            }
+            if let Some(rounds) = &canned.rounds {
+                rounds.before_answer();
             }
             if stream.write_all(canned.response).is_err() {
                 return;
@@ -265,6 +299,16 @@ fn close_mode_opens_a_connection_per_request() {
     // connections closed outnumber the requests left.
     let most = 1000 + PROBE;
     assert!((1000..=most).contains(&connections), "{connections} connections for 1000 requests");
+}
+
+#[test]
+fn close_mode_replaces_every_closed_connection_at_once() {
+    // Answered in rounds of 5 connections together: were a closed connection not
+    // replaced, the next round would never fill and its requests would time out.
+    let rounds = Some(Arc::new(Rounds::new(5)));
+    let canned = Canned { close_after: true, rounds, ..Canned::answering(OK_RESPONSE) };
+    let report = bench_canned(canned, &["-n", "20", "-c", "5", "-t", "1", "--close", "--timeout", "5s"]);
+    assert_eq!((count(&report, "/requests"), count(&report, "/errors/total")), (20, 0), "{report:#}");
 }
 
 #[test]
