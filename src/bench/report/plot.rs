@@ -236,8 +236,12 @@ mod tests {
         assert!(rates.bottom < height, "{rates:?}");
         let curve = curve(&lines, "#0000FF");
         let xs = curve.iter().map(|&(x, _)| x);
-        // From 0% at the y axis to the deepest percentile 10,000 responses tell, at the end.
+        // From 0% at the y axis to the deepest percentile 10,000 responses tell, at the
+        // end, going right all the way.
         assert_eq!((xs.clone().min(), xs.max()), (Some(latency.left), Some(latency.right)), "{curve:?}");
+        let step = |pair: &[(i32, i32)]| pair[1].0 - pair[0].0;
+        let width = latency.right - latency.left;
+        assert!(curve.windows(2).all(|pair| (0..width / 10).contains(&step(pair))), "{curve:?}");
         // The slowest response (1 s) is a tenth of the chart's height below its top,
         // the fastest (100 µs) at its foot, and the axis reads in seconds up to 1.1.
         let peak = curve.iter().map(|&(_, y)| y).min().expect("points");
