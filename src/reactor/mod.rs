@@ -415,4 +415,31 @@ mod tests {
         }
         assert_ne!(LISTENER, CONTROL);
     }
+
+    /// A protocol with no connection to serve: the loop's own decisions are tested.
+    struct Unused;
+
+    impl Protocol for Unused {
+        type Conn = ();
+
+        fn on_data(&mut self, _conn: &mut (), input: &[u8], _io: &mut Io<'_>) -> Verdict {
+            Verdict::keep(input.len())
+        }
+    }
+
+    #[test]
+    fn a_turn_with_work_queued_does_not_wait() {
+        let mut reactor = Reactor::client(Unused, Config::default()).expect("a loop");
+        // Nothing due but the tick: the wait lasts until the second turns.
+        let idle = reactor.timeout(None).expect("a bound");
+        assert!(idle > Duration::ZERO && idle <= Duration::from_secs(1), "{idle:?}");
+        // A connection whose reading budget ran out is served in the next turn at
+        // once, not after the next edge or tick ...
+        reactor.again.push(Token(0));
+        assert_eq!(reactor.timeout(None), Some(Duration::ZERO));
+        reactor.again.clear();
+        // ... and so is a listener whose accepting budget ran out.
+        reactor.accept = Accept::Now;
+        assert_eq!(reactor.timeout(Some(Duration::from_secs(5))), Some(Duration::ZERO));
+    }
 }
