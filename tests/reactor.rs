@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use percore::listen::{self, ListenOptions, Opening};
 use percore::reactor::{
-    Config, ConnId, DrainOptions, Flow, Io, ListenerFate, Protocol, Reactor, Verdict, Wake,
+    Closed, Config, ConnId, DrainOptions, Flow, Io, ListenerFate, Protocol, Reactor, Verdict, Wake,
 };
 
 /// Bound on every wait for the loop or the peer.
@@ -234,6 +234,51 @@ fn a_timer_fires_on_an_open_connection() {
     let mut first = client(addr);
     turn_until(&mut reactor, "the timer fired", |r| r.protocol().timers_fired == 1);
     assert_eq!(read_text(&mut first, 18), "220 ready\r\ntimer\r\n");
+}
+
+/// Sets a timer an hour off on every second connection it opens, and records the
+/// closes: whether each closed connection had that timer.
+#[derive(Default)]
+struct TimesEveryOther {
+    opened: usize,
+    closed: Vec<bool>,
+}
+
+impl Protocol for TimesEveryOther {
+    type Conn = bool;
+
+    fn on_open(&mut self, timed: &mut bool, io: &mut Io<'_>) -> Flow {
+        self.opened += 1;
+        *timed = self.opened % 2 == 0;
+        if *timed {
+            io.set_timer(Duration::from_secs(3600));
+        }
+        Flow::Continue
+    }
+
+    fn on_data(&mut self, _timed: &mut bool, input: &[u8], _io: &mut Io<'_>) -> Verdict {
+        Verdict::keep(input.len())
+    }
+
+    fn on_close(&mut self, timed: &mut bool, _closed: Closed, _unconsumed: &[u8]) {
+        self.closed.push(*timed);
+    }
+}
+
+#[test]
+fn a_connection_with_its_own_timer_is_under_no_idle_timeout_of_the_loop() {
+    let config = Config { idle_timeout: 1, ..Config::default() };
+    // Server first: no TCP_DEFER_ACCEPT holding back connections that send nothing.
+    let (mut reactor, addr) = reactor(TimesEveryOther::default(), Opening::ServerSpeaksFirst, config);
+    let (_untimed, _timed) = (client(addr), client(addr));
+    turn_until(&mut reactor, "both connections opened", |r| r.protocol().opened == 2);
+    // The loop's clock counts whole seconds: the idle one closes within 3 s ...
+    turn_until(&mut reactor, "the idle connection closed", |r| !r.protocol().closed.is_empty());
+    // ... and 2 s later, past any deadline the loop could have set it, the timed one
+    // is still open.
+    let later = Instant::now() + Duration::from_secs(2);
+    turn_until(&mut reactor, "2 s passed", |_| Instant::now() >= later);
+    assert_eq!((reactor.protocol().closed.as_slice(), reactor.stats().open), (&[false][..], 1));
 }
 
 /// Answers one line per call and pauses with the rest; after a pause with nothing
