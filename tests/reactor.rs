@@ -448,6 +448,44 @@ fn a_paused_protocol_is_not_called_again_while_its_output_waits_for_the_peer() {
     assert_eq!(reactor.protocol().calls, 2);
 }
 
+/// Answers its first input with half a megabyte, more than the loop's output budget
+/// of 256 KiB, and records how the connection closed.
+#[derive(Default)]
+struct OverBudget {
+    answered: bool,
+    closed: Option<Closed>,
+}
+
+impl Protocol for OverBudget {
+    type Conn = ();
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+        if !std::mem::replace(&mut self.answered, true) {
+            io.write(&[b'x'; 512 * 1024]);
+        }
+        Verdict::keep(input.len())
+    }
+
+    fn on_close(&mut self, _conn: &mut (), closed: Closed, _unconsumed: &[u8]) {
+        self.closed = Some(closed);
+    }
+}
+
+#[test]
+fn a_peer_that_resets_with_output_queued_is_a_failed_write() {
+    let (mut reactor, stream) = small_buffers(OverBudget::default());
+    (&stream).write_all(b"go\n").expect("the request");
+    turn_until(&mut reactor, "the answer queued", |r| r.protocol().answered);
+    // Over the budget, reading is paused: the loop can learn of the reset only by
+    // sending, and must not take the failed send for a full socket.
+    socket2::SockRef::from(&stream).set_linger(Some(Duration::ZERO)).expect("a zero linger");
+    drop(stream);
+    turn_until(&mut reactor, "the connection closed", |r| r.protocol().closed.is_some());
+    let closed = reactor.protocol().closed;
+    assert!(matches!(closed, Some(Closed::WriteFailed(_))), "{closed:?}");
+    assert_eq!(reactor.stats().open, 0);
+}
+
 /// On its first input, sets a 1 ms timer whose callback says goodbye and closes;
 /// consumes its input or (`consume` false) keeps it pending, a message unfinished.
 struct Dismisses {
