@@ -249,7 +249,7 @@ impl Protocol for TimesEveryOther {
 
     fn on_open(&mut self, timed: &mut bool, io: &mut Io<'_>) -> Flow {
         self.opened += 1;
-        *timed = self.opened % 2 == 0;
+        *timed = self.opened.is_multiple_of(2);
         if *timed {
             io.set_timer(Duration::from_secs(3600));
         }
