@@ -188,3 +188,38 @@ fn the_answers_to_one_read_go_out_in_one_send() {
     );
     assert_eq!(sends, reads_with_data, "one send per read of requests: {calls:#?}");
 }
+
+#[test]
+fn a_request_in_one_segment_is_one_receive_and_its_answer_one_send() {
+    const CONNECTIONS: usize = 3;
+    const ROUNDS: usize = 3;
+    if !tool_available("strace", "strace") {
+        return;
+    }
+    let (server, worker) = one_worker(&[]);
+    // A 4 KiB head, written whole: one segment on loopback, taken by one recvfrom
+    // into the loop's 64 KiB read buffer. Each is answered before the next is sent.
+    let request = format!("GET / HTTP/1.1\r\nHost: a\r\nX-Pad: {}\r\n\r\n", "p".repeat(4000));
+    let trace = Strace::attach(worker, "recvfrom,sendto");
+    // Opened under the trace: a new connection is read on its readable edge only.
+    let mut readers: Vec<_> = (0..CONNECTIONS).map(|_| BufReader::new(connect(server.addr()))).collect();
+    for round in 0..ROUNDS {
+        for (i, reader) in readers.iter_mut().enumerate() {
+            reader.get_ref().write_all(request.as_bytes()).expect("a request");
+            let status = read_status(reader).unwrap_or_else(|e| panic!("round {round}, connection {i}: {e}"));
+            assert_eq!(status, OK, "round {round}, connection {i}");
+        }
+    }
+    let calls = trace.finish();
+    drop(readers);
+    let receives: Vec<&String> = calls.iter().filter(|c| c.starts_with("recvfrom(")).collect();
+    let sends = calls.iter().filter(|c| c.starts_with("sendto(")).count();
+    // A receive that found nothing (EAGAIN) is a read without an edge; a short one,
+    // a read buffer too small for the head.
+    assert!(
+        receives.iter().all(|c| returned_bytes(c) == Some(request.len())),
+        "each receive took one whole request: {receives:#?}"
+    );
+    assert_eq!(receives.len(), CONNECTIONS * ROUNDS, "one receive per request: {receives:#?}");
+    assert_eq!(sends, CONNECTIONS * ROUNDS, "one send per answer: {calls:#?}");
+}
