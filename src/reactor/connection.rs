@@ -305,6 +305,8 @@ mod tests {
         conn.input_consumed = 1;
         conn.rearm(110, &no_minimum, true, false);
         assert_eq!(conn.deadline, 121, "with no minimum rate any progress restarts it");
+        conn.rearm(115, &no_minimum, true, false);
+        assert_eq!(conn.deadline, 121, "and no progress restarts nothing");
         let no_timeout = Config { request_timeout: 0, ..CONFIG };
         conn.input_consumed = 1;
         conn.rearm(111, &no_timeout, true, false);
