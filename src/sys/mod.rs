@@ -237,7 +237,14 @@ pub fn is_in_progress(e: &io::Error) -> bool {
 // a library user's) glibc makes those functions cancellation points, and brackets
 // every call with two atomic updates of the thread's cancellation state, a tenth
 // of the load generator's own instructions per response. Nothing here cancels a
-// thread, so the brackets buy nothing.
+// thread, so the brackets buy nothing. syscall(2) takes every argument as a long: an
+// `int` passed through C's variadic arguments has an unspecified upper half, so each
+// integer goes as a `c_long` (`long_arg`).
+
+/// An `int` argument of syscall(2), widened as the kernel's `long` expects it.
+fn long_arg(value: libc::c_int) -> libc::c_long {
+    libc::c_long::from(value)
+}
 
 /// Reads into `buf`; `Ok(0)` is end of stream, `WouldBlock` means drained.
 pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
@@ -245,18 +252,28 @@ pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
     // SAFETY: recvfrom(2) writes at most `buf.len()` bytes into `buf`, and no
     // address (both address pointers are null).
     let n = restarting(|| {
-        syscall!(syscall(libc::SYS_recvfrom, fd, buf.as_mut_ptr(), buf.len(), 0, no_addr, no_len))
+        syscall!(syscall(
+            libc::SYS_recvfrom,
+            long_arg(fd),
+            buf.as_mut_ptr(),
+            buf.len(),
+            long_arg(0),
+            no_addr,
+            no_len
+        ))
     })?;
     Ok(n as usize)
 }
 
 /// Sends from `buf` without raising SIGPIPE on a closed peer; returns bytes sent.
 pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
-    let (flags, no_addr) = (libc::MSG_NOSIGNAL, std::ptr::null::<libc::sockaddr>());
+    let (flags, no_addr, no_len) =
+        (long_arg(libc::MSG_NOSIGNAL), std::ptr::null::<libc::sockaddr>(), long_arg(0));
     // SAFETY: sendto(2) reads at most `buf.len()` bytes from `buf`, and no address
     // (null, of length 0).
-    let n =
-        restarting(|| syscall!(syscall(libc::SYS_sendto, fd, buf.as_ptr(), buf.len(), flags, no_addr, 0)))?;
+    let n = restarting(|| {
+        syscall!(syscall(libc::SYS_sendto, long_arg(fd), buf.as_ptr(), buf.len(), flags, no_addr, no_len))
+    })?;
     Ok(n as usize)
 }
 
@@ -271,7 +288,9 @@ pub fn send_vectored(fd: RawFd, slices: &[IoSlice<'_>]) -> io::Result<usize> {
     let message_ptr = &message as *const libc::msghdr;
     // SAFETY: sendmsg(2) reads `message` and the slices it points at, which outlive
     // the call.
-    let n = restarting(|| syscall!(syscall(libc::SYS_sendmsg, fd, message_ptr, libc::MSG_NOSIGNAL)))?;
+    let n = restarting(|| {
+        syscall!(syscall(libc::SYS_sendmsg, long_arg(fd), message_ptr, long_arg(libc::MSG_NOSIGNAL)))
+    })?;
     Ok(n as usize)
 }
 
