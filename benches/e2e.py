@@ -35,7 +35,9 @@ rate (percore bench --rate R and the floor client at rate R, --rate 50000 unless
 given, each against its own unthrottled ka-c100 of the same round: no busy poll
 between sends, and what sleeping between sends costs in the kernel). The figure is
 the generator's own CPU per response (its rusage), and each ratio the median of
-per-round ratios:
+per-round ratios. Beside it, the server's CPU while it ran: near 100% the server is
+the limit, and responses/s is the server's rate under that generator's load, not the
+generator's own (run --server percore, a faster server, to see the generators'):
 
     python3 benches/e2e.py loaders --rounds 5 --duration 10
     python3 benches/e2e.py loaders --shapes ka-c100 --baseline /tmp/percore-old
@@ -398,6 +400,7 @@ def loaders_main(argv):
         env = dict(workdir=workdir, body=None, lua=lua, args=args)
         port = free_port()
         proc = start(args.server, 'ka-c100', port, env)
+        env['server'] = proc.pid
         try:
             run_loader('wrk' if 'wrk' in loaders else 'percore', 'ka-c100', port, env, seconds=1)  # warm-up
             for round_ in range(args.rounds):
@@ -409,7 +412,8 @@ def loaders_main(argv):
                         result.update(loader=loader, shape=shape, round=round_)
                         results.append(result)
                         say(f'round {round_ + 1}/{args.rounds} {shape:12} {loader:8} {result["rps"]:>10.0f} resp/s  '
-                            f'{result["cpu_us"]:6.2f} µs CPU/response  {result["errors"]}')
+                            f'{result["cpu_us"]:6.2f} µs CPU/response  {result["errors"]} errors  '
+                            f'server {result["server_cpu"]:.0%}')
         finally:
             stop(proc)
     report(results, args, loaders_table)
@@ -428,8 +432,9 @@ def available_loaders(names, workdir):
 
 
 def run_loader(loader, shape, port, env, seconds):
-    """Runs one generator pinned to the load CPU; its responses, rate, and its own
-    CPU (user + system, from the rusage of the reaped child) per response."""
+    """Runs one generator pinned to the load CPU; its responses, rate, its own CPU
+    (user + system, from the rusage of the reaped child) per response, and the share
+    of a CPU the server used meanwhile."""
     args, url = env['args'], f'http://127.0.0.1:{port}/'
     pipelined = shape.startswith('pipe')
     if loader in ('percore', 'baseline'):
@@ -444,7 +449,9 @@ def run_loader(loader, shape, port, env, seconds):
         cmd = [os.path.join(env['workdir'], 'floor-client'), str(port), '100', str(seconds)]
         cmd += ['16'] if pipelined else ['1', str(args.rate)] if shape == 'rate' else []
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    server_before, began = tree_cpu(env['server']), time.monotonic()
     out = run(['taskset', '-c', str(args.load_cpu)] + cmd, seconds + 60)
+    server_cpu = (tree_cpu(env['server']) - server_before) / (time.monotonic() - began)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if loader in ('percore', 'baseline'):
@@ -459,7 +466,8 @@ def run_loader(loader, shape, port, env, seconds):
         responses, took = out.split()
         responses, took, errors = int(responses), float(took), 0
     return dict(responses=responses, rps=responses / took if took else 0.0, cpu_s=cpu,
-                cpu_us=cpu * 1e6 / responses if responses else float('nan'), errors=errors)
+                cpu_us=cpu * 1e6 / responses if responses else float('nan'), errors=errors,
+                server_cpu=server_cpu)
 
 
 def loaders_table(results, args):
@@ -478,15 +486,17 @@ def loaders_table(results, args):
     out = [f'{args.rounds} rounds of {args.duration} s against {args.server} (one worker) on CPU '
            f'{args.server_cpu}; each generator alone on CPU {args.load_cpu}, 100 connections; medians; a ratio '
            f'is the median of its per-round ratios (the rounds in brackets).', '',
-           '| generator | shape | responses/s | CPU/response | CPU/response over the floor\'s | responses/s over wrk\'s |',
-           '|---|---|---|---|---|---|']
+           '| generator | shape | responses/s | CPU/response | CPU/response over the floor\'s | responses/s over wrk\'s '
+           '| server CPU |',
+           '|---|---|---|---|---|---|---|']
     for shape in dict.fromkeys(r['shape'] for r in results):
         for loader in dict.fromkeys(r['loader'] for r in results if r['shape'] == shape):
             mine = of(loader, shape)
             row = [loader, shape, f'{statistics.median(r["rps"] for r in mine):,.0f}',
                    f'{statistics.median(r["cpu_us"] for r in mine):.2f} µs',
                    med(ratios(mine, of('floor', shape), 'cpu_us')) if loader != 'floor' else '–',
-                   med(ratios(mine, of('wrk', shape), 'rps')) if loader != 'wrk' else '–']
+                   med(ratios(mine, of('wrk', shape), 'rps')) if loader != 'wrk' else '–',
+                   f'{statistics.median(r["server_cpu"] for r in mine):.0%}']
             out.append('| ' + ' | '.join(row) + ' |')
     out.append('')
     for shape in dict.fromkeys(r['shape'] for r in results):
