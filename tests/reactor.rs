@@ -260,7 +260,7 @@ impl Protocol for TimesEveryOther {
         Verdict::keep(input.len())
     }
 
-    fn on_close(&mut self, timed: &mut bool, _closed: Closed, _unconsumed: &[u8]) {
+    fn on_close(&mut self, timed: &mut bool, _closed: Closed, _unconsumed: &[u8], _io: &mut Io<'_>) {
         self.closed.push(*timed);
     }
 }
@@ -466,7 +466,7 @@ impl Protocol for OverBudget {
         Verdict::keep(input.len())
     }
 
-    fn on_close(&mut self, _conn: &mut (), closed: Closed, _unconsumed: &[u8]) {
+    fn on_close(&mut self, _conn: &mut (), closed: Closed, _unconsumed: &[u8], _io: &mut Io<'_>) {
         self.closed = Some(closed);
     }
 }

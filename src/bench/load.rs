@@ -207,7 +207,13 @@ impl Load {
             Lost::Timeout => &mut errors.timeout,
             Lost::Parse => &mut errors.parse,
         };
-        // A connection that failed to open, or a response to no request, is one error.
+        // A connection that failed to open, or a response to no request, is one error;
+        // one that failed to open had sent nothing, and its error takes the place of
+        // the request it would have sent first, so that a run against a server that
+        // refuses every connection ends.
+        if kind == Lost::Connect && lost == 0 {
+            self.budget = self.budget.saturating_sub(1);
+        }
         let lost = if matches!(kind, Lost::Connect | Lost::Parse) { lost.max(1) } else { lost };
         *count = count.saturating_add(lost);
     }
@@ -331,7 +337,7 @@ impl Protocol for Load {
         Flow::Continue
     }
 
-    fn on_close(&mut self, conn: &mut LoadConn, closed: Closed, unconsumed: &[u8]) {
+    fn on_close(&mut self, conn: &mut LoadConn, closed: Closed, unconsumed: &[u8], _io: &mut Io<'_>) {
         if closed == Closed::ByPeer && conn.in_flight > 0 {
             // A response whose body ends with the connection (consumed as it came).
             if let Ok(Framed { consumed, completed: Some(response) }) =
@@ -343,6 +349,7 @@ impl Protocol for Load {
         }
         let refused = |kind: io::ErrorKind| kind == io::ErrorKind::ConnectionRefused && conn.answered == 0;
         let kind = match closed {
+            Closed::ConnectFailed(_) => Some(Lost::Connect),
             Closed::ReadFailed(kind) | Closed::WriteFailed(kind) if refused(kind) => Some(Lost::Connect),
             Closed::ReadFailed(_) | Closed::ByPeer => Some(Lost::Read),
             Closed::WriteFailed(_) => Some(Lost::Write),

@@ -194,7 +194,13 @@ impl Job {
         // loop's own timeouts, a server's, are off (a head arriving slowly is
         // pending input, which the request timeout would cut). A client loop
         // accepts nothing, so `max_connections` does not apply.
-        let config = Config { request_timeout: 0, idle_timeout: 0, send_timeout: 0, ..Config::default() };
+        let config = Config {
+            message_timeout: 0,
+            idle_timeout: 0,
+            send_timeout: 0,
+            connect_timeout: 0,
+            ..Config::default()
+        };
         let mut ticker = Ticker { thread: self.index, second: 0, errors_sent: 0 };
         let mut reactor = match Reactor::client(Load::new(self.plan.clone(), self.budget), config) {
             Ok(reactor) => reactor,

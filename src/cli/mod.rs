@@ -174,8 +174,8 @@ impl ServerArgs {
             stats_interval: self.stats.map(Duration::from_secs),
             reactor: Config {
                 max_connections: usize::try_from(self.max_connections()).unwrap_or(usize::MAX),
-                request_timeout: self.header_timeout,
-                min_body_rate: self.min_body_rate,
+                message_timeout: self.header_timeout,
+                min_input_rate: self.min_body_rate,
                 idle_timeout: self.keepalive_timeout,
                 send_timeout: self.send_timeout,
                 ..Config::default()

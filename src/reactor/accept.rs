@@ -51,7 +51,8 @@ impl<P: Protocol> Reactor<P> {
     /// costs accept, recv, send and close, and no `epoll_ctl`. Registering after the
     /// read loses no edge: `EPOLL_CTL_ADD` reports the readiness the socket has then.
     fn register(&mut self, fd: OwnedFd) {
-        let token = self.connections.insert(Connection::new(fd));
+        let token = self.core.io.deferred.ids.take();
+        self.connections.put(token, Connection::new(fd));
         let conn = self.connections.get_mut(token).expect("inserted above");
         match self.core.callback(conn, token, Callback::Open) {
             Next::Wait => self.drive(token, true),

@@ -1,22 +1,32 @@
-//! Connections the loop opens itself, and waking a connection's protocol when it
-//! has something to do on its own schedule.
+//! Connections the loop opens itself, established or failed; and waking a
+//! connection's protocol when it has something to do on its own schedule.
 
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd};
 
-use socket2::{Domain, Socket, Type};
+use socket2::{Domain, SockRef, Socket, Type};
 
 use super::connection::Connection;
 use super::drive::Callback;
-use super::{ConnId, Protocol, Reactor};
+use super::slab::Token;
+use super::{Closed, ConnId, Protocol, Reactor};
 use crate::sys;
 
 impl<P: Protocol> Reactor<P> {
     /// Opens a connection to `addr` (non-blocking, `TCP_NODELAY`) and registers it;
-    /// [`Protocol::on_open`] says what to send once it is established. A connection
-    /// refused later reaches [`Protocol::on_close`] as a read or write failure.
+    /// [`Protocol::on_open`] is called once it is established, and what was written
+    /// to it before is sent then. A connection that fails later (refused, or not
+    /// established within the connect timeout) reaches [`Protocol::on_close`] as
+    /// [`Closed::ConnectFailed`]; one that fails at once is this error.
     pub fn connect(&mut self, addr: SocketAddr) -> io::Result<ConnId> {
+        let token = self.core.io.deferred.ids.take();
+        self.place(token, addr).inspect_err(|_| self.core.io.deferred.ids.give_back(token))?;
+        Ok(ConnId::of(token))
+    }
+
+    /// Opens a connection to `addr` under `token`, taken and holding nothing.
+    pub(crate) fn place(&mut self, token: Token, addr: SocketAddr) -> io::Result<()> {
         let socket = Socket::new(Domain::for_address(addr), Type::STREAM.nonblocking().cloexec(), None)?;
         socket.set_nodelay(true)?;
         match socket.connect(&addr.into()) {
@@ -25,18 +35,28 @@ impl<P: Protocol> Reactor<P> {
             Err(e) => return Err(e),
         }
         let fd = OwnedFd::from(socket);
-        let raw = fd.as_raw_fd();
+        self.epoll.add(fd.as_raw_fd(), sys::INTEREST_CONNECTION, token.0)?;
         let mut conn = Connection::new(fd);
-        // Output is queued, not sent, until the socket's first event: the edge that
-        // says it is writable (connected) flushes it.
+        // Output is queued, not sent, until the socket's first event says whether
+        // it is connected.
         conn.connecting = true;
-        let token = self.connections.insert(conn);
-        if let Err(e) = self.epoll.add(raw, sys::INTEREST_CONNECTION, token.0) {
-            self.connections.remove(token);
-            return Err(e);
+        self.connections.put(token, conn);
+        self.rearm(token);
+        Ok(())
+    }
+
+    /// The first event of a connection being opened: connected (the protocol opens
+    /// it, and what waited is sent), or failed.
+    pub(crate) fn established(&mut self, token: Token, readable: bool) {
+        let Some(conn) = self.connections.get_mut(token) else { return };
+        conn.connecting = false;
+        if let Some(kind) = connect_error(&conn.fd) {
+            return self.close(token, Closed::ConnectFailed(kind));
         }
         self.call(token, Callback::Open);
-        Ok(ConnId::of(token))
+        if readable {
+            self.drive(token, true);
+        }
     }
 
     /// Calls [`Protocol::on_wake`] for connection `id` (accepted or connected), and
@@ -49,5 +69,13 @@ impl<P: Protocol> Reactor<P> {
             self.call(token, Callback::Wake);
         }
         open
+    }
+}
+
+/// Why a connect failed, if it did (the socket's pending error, `SO_ERROR`).
+fn connect_error(fd: &OwnedFd) -> Option<io::ErrorKind> {
+    match SockRef::from(fd).take_error() {
+        Ok(None) => None,
+        Ok(Some(e)) | Err(e) => Some(e.kind()),
     }
 }

@@ -1,12 +1,13 @@
 //! How connections leave the loop: closed at once, settled once their output is
 //! sent (lingering while the peer may still be sending), or timed out.
 
+use std::io;
 use std::os::fd::AsRawFd;
 
 use super::connection::{Connection, Phase};
 use super::drive;
 use super::slab::Token;
-use super::{Closed, Protocol, Reactor};
+use super::{Closed, Core, Protocol, Reactor};
 use crate::sys;
 
 impl<P: Protocol> Reactor<P> {
@@ -14,11 +15,21 @@ impl<P: Protocol> Reactor<P> {
     /// protocol hears of it, and the socket is closed when the connection drops.
     pub(crate) fn close(&mut self, token: Token, closed: Closed) {
         let Some(mut conn) = self.connections.remove(token) else { return };
-        self.core.timers.cancel(token);
-        if matches!(closed, Closed::ReadFailed(_) | Closed::WriteFailed(_)) {
+        self.core.io.deferred.ids.give_back(token);
+        if conn.blocking {
+            self.unblock(token);
+        }
+        let closed = match closed {
+            Closed::TimedOut if conn.connecting => Closed::ConnectFailed(io::ErrorKind::TimedOut),
+            closed => closed,
+        };
+        self.core.on_close(token, &mut conn.state, closed, &conn.pending_input);
+        if matches!(closed, Closed::ReadFailed(_) | Closed::WriteFailed(_) | Closed::ConnectFailed(_)) {
             self.stats.errors += 1;
         }
-        self.core.protocol.on_close(&mut conn.state, closed, &conn.pending_input);
+        if !self.core.io.deferred.is_empty() {
+            self.run_deferred();
+        }
     }
 
     pub(crate) fn close_where(&mut self, matches: impl FnMut(&Connection<P::Conn>) -> bool, closed: Closed) {
@@ -58,5 +69,17 @@ impl<P: Protocol> Reactor<P> {
         }
         let now = self.core.clock.now();
         self.close_where(|conn| conn.deadline != 0 && conn.deadline <= now, Closed::TimedOut);
+    }
+}
+
+impl<P: Protocol> Core<P> {
+    /// Tells the protocol that connection `token` is gone. What the call writes to
+    /// it is dropped, and a timer it sets is cancelled; what it asks of other
+    /// connections is done.
+    pub(crate) fn on_close(&mut self, token: Token, state: &mut P::Conn, closed: Closed, unconsumed: &[u8]) {
+        let mut io = self.io.for_call(token, self.clock.instant(), 0);
+        self.protocol.on_close(state, closed, unconsumed, &mut io);
+        self.io.output.clear();
+        self.io.timers.cancel(token);
     }
 }

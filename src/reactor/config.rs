@@ -1,24 +1,37 @@
 //! A loop's limits and timeouts.
 
-/// Limits and timeouts of one loop. A timeout of 0 seconds is no timeout.
+/// Limits and timeouts of one loop. A timeout of 0 seconds is no timeout. Which
+/// timeout a connection is under at a time is said in [the loop's
+/// timeouts](super::Protocol#the-loops-timeouts).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
     /// Connections open at once; at the limit the loop stops accepting (the kernel
-    /// keeps queueing) until one closes.
+    /// keeps queueing) until one closes. Connections the loop opens count toward
+    /// it, and are not refused by it.
     pub max_connections: usize,
-    /// Seconds a request head may take to arrive, from its first byte, however
-    /// slowly the bytes trickle in (slowloris), and the most a body may fall behind
-    /// `min_body_rate`; then the connection is closed without an answer.
-    pub request_timeout: u32,
-    /// Bytes per second a request body must keep arriving at, on average: each
-    /// `min_body_rate` bytes earn it a second, with `request_timeout` of slack. 0:
-    /// no minimum (a body may arrive a byte per `request_timeout`).
-    pub min_body_rate: u32,
-    /// Seconds an idle connection (nothing received, nothing to send) stays open.
+    /// Seconds a message may take to arrive: from the first byte of input the
+    /// protocol leaves unconsumed (a partial message: an HTTP head, a command line),
+    /// however slowly the rest trickles in (slowloris); and the most a message the
+    /// protocol [is busy](super::Protocol::is_busy) with (an HTTP body) may fall
+    /// behind `min_input_rate`. Then the connection is closed without an answer. A
+    /// protocol that consumes all its input at once and is never busy (echo, a
+    /// relay) is never under it.
+    pub message_timeout: u32,
+    /// Bytes per second a message the protocol is busy with must keep arriving at,
+    /// on average: each `min_input_rate` bytes earn it a second, with
+    /// `message_timeout` of slack. 0: no minimum (a message may arrive a byte per
+    /// `message_timeout`).
+    pub min_input_rate: u32,
+    /// Seconds a connection may stay idle (open, nothing received unconsumed,
+    /// nothing to send, no timer of its own, not busy); a connection may opt out
+    /// ([`Io::set_idle_timeout`](super::Io::set_idle_timeout)).
     pub idle_timeout: u32,
     /// Seconds a connection may hold unsent output without the peer taking any of it.
     pub send_timeout: u32,
-    /// Received bytes a connection may hold unconsumed (an incomplete request the
+    /// Seconds a connection the loop opens ([`Io::connect`](super::Io::connect)) may
+    /// take to be established; then it fails with `TimedOut`.
+    pub connect_timeout: u32,
+    /// Received bytes a connection may hold unconsumed (an incomplete message the
     /// protocol is still waiting to complete); beyond it the connection is closed.
     /// A protocol should refuse sooner with an answer (HTTP: 414, 431); this bounds
     /// a protocol that does not.
@@ -27,15 +40,17 @@ pub struct Config {
 
 impl Default for Config {
     /// nginx's choices where it has them: 10 s for a request head (its 60 s is for
-    /// the open internet's slowest links), 60 s idle, 30 s send; 1 MiB of pending
-    /// input; a body at 1 KiB/s at least (Apache's mod_reqtimeout asks 500 B/s).
+    /// the open internet's slowest links), 60 s idle, 30 s send; HAProxy's usual 5 s
+    /// to connect; 1 MiB of pending input; a body at 1 KiB/s at least (Apache's
+    /// mod_reqtimeout asks 500 B/s).
     fn default() -> Config {
         Config {
             max_connections: 65536,
-            request_timeout: 10,
-            min_body_rate: 1024,
+            message_timeout: 10,
+            min_input_rate: 1024,
             idle_timeout: 60,
             send_timeout: 30,
+            connect_timeout: 5,
             max_pending_input: 1024 * 1024,
         }
     }

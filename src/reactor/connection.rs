@@ -5,7 +5,9 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 
 use super::config::Config;
-use super::output::{Output, SendQueue};
+use super::deferred::{DrainPolicy, IdleTimeout};
+use super::output::{self, Output, SendQueue};
+use crate::sys;
 
 /// Seconds a closing connection may keep sending us bytes we drop (nginx: 5 s).
 const LINGER_SECS: u32 = 5;
@@ -29,8 +31,9 @@ pub(crate) enum Phase {
 enum Timeout {
     /// None: the protocol's own timer decides.
     None,
+    Connect,
     Idle,
-    Request,
+    Message,
     Send,
     Linger,
 }
@@ -57,6 +60,20 @@ pub(crate) struct Connection<S> {
     /// Opened by `connect` and not yet known to be connected: output is queued, not
     /// sent, until the socket's first event.
     pub(crate) connecting: bool,
+    /// Reading stopped because output this connection wrote to another is over the
+    /// budget there; the other resumes it when its output drains.
+    pub(crate) blocked: bool,
+    /// Connections are blocked on this one's output (see `blocked`).
+    pub(crate) blocking: bool,
+    /// The peer's end of stream was read and the protocol kept the connection open:
+    /// nothing more is read.
+    pub(crate) input_ended: bool,
+    /// The writing side is shut down once the output is sent ([`Io::shutdown`](super::Io::shutdown)).
+    pub(crate) shut_requested: bool,
+    /// The writing side is shut down: output is dropped.
+    pub(crate) write_shut: bool,
+    pub(crate) idle: IdleTimeout,
+    pub(crate) drain: DrainPolicy,
     /// In the loop's queue of connections to serve again.
     pub(crate) queued: bool,
     /// Second (of the loop's clock) after which the connection is closed; 0: none.
@@ -83,6 +100,13 @@ impl<S: Default> Connection<S> {
             paused: false,
             awaiting_output: false,
             connecting: false,
+            blocked: false,
+            blocking: false,
+            input_ended: false,
+            shut_requested: false,
+            write_shut: false,
+            idle: IdleTimeout::FromConfig,
+            drain: DrainPolicy::CloseWhenIdle,
             queued: false,
             deadline: 0,
             timeout: Timeout::Idle,
@@ -98,10 +122,11 @@ impl<S> Connection<S> {
         self.phase == Phase::Open
     }
 
-    /// Open, with no partial message in its buffer and nothing to send (the protocol
-    /// may still be busy: see `Reactor::is_idle`).
+    /// Open, with no partial message in its buffer, nothing to send and its reading
+    /// not held back by another connection's output (the protocol may still be busy:
+    /// see `Reactor::is_idle`).
     pub(crate) fn is_idle(&self) -> bool {
-        self.phase == Phase::Open && self.pending_input.is_empty() && self.unsent() == 0
+        self.phase == Phase::Open && self.pending_input.is_empty() && self.unsent() == 0 && !self.blocked
     }
 
     /// Bytes queued and not yet taken by the socket.
@@ -112,12 +137,12 @@ impl<S> Connection<S> {
     /// Sends `output` after anything already queued, and queues what the socket
     /// does not take.
     pub(crate) fn send(&mut self, output: &Output) -> io::Result<()> {
-        if output.is_empty() {
+        if output.is_empty() || self.write_shut {
             return Ok(());
         }
         if self.queue.is_some() || self.connecting {
             self.queue.get_or_insert_with(Box::default).push(output, 0);
-            return if self.connecting { Ok(()) } else { self.flush() };
+            return self.flush();
         }
         let sent = output.send(self.fd.as_raw_fd())?;
         if sent < output.len() {
@@ -126,17 +151,48 @@ impl<S> Connection<S> {
         Ok(())
     }
 
-    /// Sends queued output until it is gone or the socket is full. The queue's memory
-    /// is released once empty: an idle connection owns no buffer.
-    pub(crate) fn flush(&mut self) -> io::Result<()> {
-        let Some(queue) = self.queue.as_mut().filter(|_| !self.connecting) else { return Ok(()) };
-        if queue.flush(self.fd.as_raw_fd())? > 0 {
-            self.output_progressed = true;
+    /// Sends `bytes` after anything already queued, as [`send`](Connection::send).
+    pub(crate) fn send_bytes(&mut self, bytes: &[u8]) -> io::Result<()> {
+        if bytes.is_empty() || self.write_shut {
+            return Ok(());
         }
-        if queue.len() == 0 {
-            self.queue = None;
+        if self.queue.is_some() || self.connecting {
+            self.queue.get_or_insert_with(Box::default).push_bytes(bytes);
+            return self.flush();
+        }
+        let sent = output::send_bytes(self.fd.as_raw_fd(), bytes)?;
+        if sent < bytes.len() {
+            self.queue.get_or_insert_with(Box::default).push_bytes(&bytes[sent..]);
         }
         Ok(())
+    }
+
+    /// Sends queued output until it is gone or the socket is full, then shuts the
+    /// writing side down if that was asked for. The queue's memory is released once
+    /// empty: an idle connection owns no buffer.
+    pub(crate) fn flush(&mut self) -> io::Result<()> {
+        if self.connecting {
+            return Ok(());
+        }
+        if let Some(queue) = self.queue.as_mut() {
+            if queue.flush(self.fd.as_raw_fd())? > 0 {
+                self.output_progressed = true;
+            }
+            if queue.len() > 0 {
+                return Ok(());
+            }
+            self.queue = None;
+        }
+        if self.shut_requested && !self.write_shut {
+            self.write_shut = true;
+            sys::shutdown_write(self.fd.as_raw_fd())?;
+        }
+        Ok(())
+    }
+
+    /// Both ways are done: the input ended and the writing side is shut down.
+    pub(crate) fn is_finished(&self) -> bool {
+        self.input_ended && self.write_shut
     }
 
     /// After the protocol consumed `consumed` bytes of its input, keeps the rest:
@@ -159,26 +215,29 @@ impl<S> Connection<S> {
     /// completing anything do not extend it. Once the protocol consumes some (a head
     /// completed), the next request's deadline starts afresh; but a body (the
     /// protocol busy with its input all consumed) earns time only as it arrives: one
-    /// second per `min_body_rate` bytes, never more than the request timeout ahead,
+    /// second per `min_input_rate` bytes, never more than the message timeout ahead,
     /// so that a body trickling a byte at a time runs out. The send deadline runs
     /// from the peer's latest progress, the idle deadline from the latest activity.
     pub(crate) fn rearm(&mut self, now: u32, config: &Config, busy: bool, timer_set: bool) {
+        // The order is the one `Protocol`'s docs give.
         let (timeout, seconds) = match self.phase {
             Phase::Lingering => (Timeout::Linger, LINGER_SECS),
+            _ if self.connecting => (Timeout::Connect, config.connect_timeout),
             _ if self.unsent() > 0 => (Timeout::Send, config.send_timeout),
-            _ if !self.pending_input.is_empty() => (Timeout::Request, config.request_timeout),
+            _ if !self.pending_input.is_empty() => (Timeout::Message, config.message_timeout),
             _ if timer_set => (Timeout::None, 0),
-            _ if busy => (Timeout::Request, config.request_timeout),
+            _ if busy => (Timeout::Message, config.message_timeout),
+            _ if self.idle == IdleTimeout::Never => (Timeout::None, 0),
             _ => (Timeout::Idle, config.idle_timeout),
         };
         let consumed = std::mem::take(&mut self.input_consumed);
         let same = self.timeout == timeout;
         let keep = match timeout {
-            Timeout::Request if same && consumed > 0 && busy && self.pending_input.is_empty() => {
+            Timeout::Message if same && consumed > 0 && busy && self.pending_input.is_empty() => {
                 return self.earn_body_time(now, config, consumed, seconds);
             }
-            Timeout::Request => same && consumed == 0,
-            Timeout::Linger => same,
+            Timeout::Message => same && consumed == 0,
+            Timeout::Linger | Timeout::Connect => same,
             Timeout::Send => same && !std::mem::take(&mut self.output_progressed),
             Timeout::Idle | Timeout::None => false,
         };
@@ -197,13 +256,13 @@ impl<S> Connection<S> {
     }
 
     /// A body's `consumed` bytes arrived: its deadline moves on by a second per
-    /// `min_body_rate` bytes, up to `seconds` ahead of now.
+    /// `min_input_rate` bytes, up to `seconds` ahead of now.
     fn earn_body_time(&mut self, now: u32, config: &Config, consumed: usize, seconds: u32) {
         if seconds == 0 {
             return;
         }
         let ceiling = now.saturating_add(seconds).saturating_add(1);
-        let Some(rate) = usize::try_from(config.min_body_rate).ok().filter(|&rate| rate > 0) else {
+        let Some(rate) = usize::try_from(config.min_input_rate).ok().filter(|&rate| rate > 0) else {
             // No minimum rate: any progress restarts the timeout.
             self.deadline = ceiling;
             return;
@@ -224,10 +283,11 @@ mod tests {
 
     const CONFIG: Config = Config {
         max_connections: 16,
-        request_timeout: 10,
-        min_body_rate: 100,
+        message_timeout: 10,
+        min_input_rate: 100,
         idle_timeout: 60,
         send_timeout: 30,
+        connect_timeout: 5,
         max_pending_input: 1024,
     };
 
@@ -270,7 +330,7 @@ mod tests {
     }
 
     #[test]
-    fn a_partial_request_is_held_to_the_request_timeout_from_its_first_byte() {
+    fn a_partial_request_is_held_to_the_message_timeout_from_its_first_byte() {
         let (mut conn, _peer) = connection();
         conn.pending_input = b"GE".to_vec();
         assert!(!conn.is_idle());
@@ -286,10 +346,10 @@ mod tests {
     }
 
     #[test]
-    fn a_body_earns_a_second_per_min_body_rate_bytes_up_to_the_request_timeout() {
+    fn a_body_earns_a_second_per_min_input_rate_bytes_up_to_the_message_timeout() {
         let (mut conn, _peer) = connection();
         conn.rearm(100, &CONFIG, true, false);
-        assert_eq!(conn.deadline, 111, "a busy protocol is held to the request timeout");
+        assert_eq!(conn.deadline, 111, "a busy protocol is held to the message timeout");
         conn.rearm(102, &CONFIG, true, false);
         assert_eq!(conn.deadline, 111, "nothing arrived: no time earned");
         conn.input_consumed = 250;
@@ -300,17 +360,17 @@ mod tests {
         assert_eq!(conn.deadline, 114, "the credit and 50 more: a third second");
         conn.input_consumed = 10_000;
         conn.rearm(106, &CONFIG, true, false);
-        assert_eq!(conn.deadline, 117, "never more than the request timeout ahead");
-        let no_minimum = Config { min_body_rate: 0, ..CONFIG };
+        assert_eq!(conn.deadline, 117, "never more than the message timeout ahead");
+        let no_minimum = Config { min_input_rate: 0, ..CONFIG };
         conn.input_consumed = 1;
         conn.rearm(110, &no_minimum, true, false);
         assert_eq!(conn.deadline, 121, "with no minimum rate any progress restarts it");
         conn.rearm(115, &no_minimum, true, false);
         assert_eq!(conn.deadline, 121, "and no progress restarts nothing");
-        let no_timeout = Config { request_timeout: 0, ..CONFIG };
+        let no_timeout = Config { message_timeout: 0, ..CONFIG };
         conn.input_consumed = 1;
         conn.rearm(111, &no_timeout, true, false);
-        assert_eq!(conn.deadline, 121, "with no request timeout nothing is earned");
+        assert_eq!(conn.deadline, 121, "with no message timeout nothing is earned");
     }
 
     #[test]
@@ -343,6 +403,28 @@ mod tests {
         conn.flush().expect("a flush");
         conn.rearm(120, &CONFIG, false, false);
         assert_eq!(conn.deadline, 151, "the peer took some: the send timeout starts again");
+    }
+
+    #[test]
+    fn a_connection_being_opened_is_held_to_the_connect_timeout_before_any_other() {
+        let (mut conn, _peer) = connection();
+        conn.connecting = true;
+        conn.send(&output(b"queued while connecting")).expect("a send");
+        conn.rearm(100, &CONFIG, true, true);
+        assert_eq!(conn.deadline, 106, "5 s to connect, whatever waits behind it");
+        conn.rearm(103, &CONFIG, true, true);
+        assert_eq!(conn.deadline, 106, "not extended while it stays unconnected");
+    }
+
+    #[test]
+    fn a_connection_that_opted_out_of_the_idle_timeout_has_no_deadline_when_idle() {
+        let (mut conn, _peer) = connection();
+        conn.idle = IdleTimeout::Never;
+        conn.rearm(100, &CONFIG, false, false);
+        assert_eq!(conn.deadline, 0);
+        conn.pending_input = b"GE".to_vec();
+        conn.rearm(100, &CONFIG, false, false);
+        assert_eq!(conn.deadline, 111, "the message timeout still applies");
     }
 
     #[test]

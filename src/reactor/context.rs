@@ -1,8 +1,10 @@
 //! [`Io`]: what a protocol's callback may do on its connection.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::deferred::{Deferred, DrainPolicy, IdleTimeout, Request};
 use super::output::Output;
 use super::slab::Token;
 use super::timers::Timers;
@@ -13,9 +15,21 @@ use super::ConnId;
 /// cannot grow a connection past about this much.
 pub(crate) const OUTPUT_BUDGET: usize = 256 * 1024;
 
-/// What a callback can do on its connection: write output, set its timer, and see
-/// the loop's time. Output written here is sent when the callback returns, after
-/// the connection's earlier output, in one system call when the socket takes it.
+/// What a callback can do: on its connection, write output, set its timer, and see
+/// the loop's time; on the loop, open a connection and write to, wake, resume,
+/// shut down or close any connection. Output written here is sent when the
+/// callback returns, after the connection's earlier output, in one system call
+/// when the socket takes it; what is asked of other connections is done as soon as
+/// the callback returns, in the same turn of the loop, in the order asked.
+///
+/// # Flow control between connections
+///
+/// Bytes written to another connection ([`write_to`](Io::write_to)) join its output.
+/// When that leaves its unsent output over the loop's budget (256 KiB), the writer's
+/// reading stops until the other's output drains below half the budget; then the
+/// writer is read again. A relay that writes each input on to its partner this way
+/// holds, per pair, at most the budget plus one read per side, whatever either peer
+/// does, and no transfer stalls.
 ///
 /// ```
 /// use percore::reactor::{Harness, Protocol, Verdict, Io};
@@ -42,20 +56,35 @@ pub struct Io<'a> {
     /// Bytes the connection had queued, unsent, before this call.
     queued: usize,
     timers: &'a mut Timers,
+    deferred: &'a mut Deferred,
+}
+
+/// What every callback's [`Io`] borrows from the loop (or the harness): the one
+/// output buffer, the timers, and the requests for other connections.
+#[derive(Debug)]
+pub(crate) struct IoState {
+    pub(crate) output: Output,
+    pub(crate) timers: Timers,
+    pub(crate) deferred: Deferred,
+}
+
+impl IoState {
+    /// Timers counted from `origin`, nothing written, nothing asked.
+    pub(crate) fn new(origin: Instant) -> IoState {
+        IoState { output: Output::new(), timers: Timers::new(origin), deferred: Deferred::default() }
+    }
+
+    /// An [`Io`] for a callback on connection `token`, which has `queued` bytes
+    /// unsent, at `now`; the output starts empty.
+    pub(crate) fn for_call(&mut self, token: Token, now: Instant, queued: usize) -> Io<'_> {
+        self.output.clear();
+        let (output, timers, deferred) = (&mut self.output, &mut self.timers, &mut self.deferred);
+        Io { id: ConnId::of(token), now, output, queued, timers, deferred }
+    }
 }
 
 impl<'a> Io<'a> {
-    pub(crate) fn new(
-        token: Token,
-        now: Instant,
-        output: &'a mut Output,
-        queued: usize,
-        timers: &'a mut Timers,
-    ) -> Io<'a> {
-        Io { id: ConnId::of(token), now, output, queued, timers }
-    }
-
-    /// This connection, for [`Reactor::wake`](super::Reactor::wake).
+    /// This connection.
     pub fn id(&self) -> ConnId {
         self.id
     }
@@ -109,6 +138,72 @@ impl<'a> Io<'a> {
     /// When the connection's timer fires, if it is set.
     pub fn timer(&self) -> Option<Instant> {
         self.timers.deadline(self.id.token())
+    }
+
+    /// Whether this connection is closed when it stays idle for the loop's idle
+    /// timeout (the default), or never.
+    pub fn set_idle_timeout(&mut self, idle: IdleTimeout) {
+        self.deferred.push(Request::Idle(self.id.token(), idle));
+    }
+
+    /// What a graceful stop does with this connection when it is idle: close it
+    /// once the grace is over (the default), or leave it until it closes.
+    pub fn set_drain_policy(&mut self, policy: DrainPolicy) {
+        self.deferred.push(Request::Drain(self.id.token(), policy));
+    }
+
+    /// Opens a connection to `addr` (non-blocking, `TCP_NODELAY`) and returns its id
+    /// at once. Bytes written to it meanwhile wait until it is established; then
+    /// [`Protocol::on_open`](super::Protocol::on_open) is called for it. If it cannot
+    /// be established (refused, unreachable, or not within the connect timeout),
+    /// [`Protocol::on_close`](super::Protocol::on_close) is called for it with
+    /// [`Closed::ConnectFailed`](super::Closed::ConnectFailed) instead.
+    pub fn connect(&mut self, addr: SocketAddr) -> ConnId {
+        let token = self.deferred.ids.take();
+        self.deferred.push(Request::Connect(token, addr));
+        ConnId::of(token)
+    }
+
+    /// Copies `bytes` to the output of connection `to` (this one's: as
+    /// [`write`](Io::write)). If that leaves `to`'s unsent output over the budget,
+    /// this connection is read no more until it drains (see [flow
+    /// control](Io#flow-control-between-connections)). Dropped if `to` is closed or
+    /// closing.
+    pub fn write_to(&mut self, to: ConnId, bytes: &[u8]) {
+        if to == self.id {
+            return self.write(bytes);
+        }
+        if !bytes.is_empty() {
+            self.deferred.write(self.id.token(), to.token(), bytes);
+        }
+    }
+
+    /// Calls [`Protocol::on_wake`](super::Protocol::on_wake) for connection `id`, if
+    /// it is open.
+    pub fn wake(&mut self, id: ConnId) {
+        self.deferred.push(Request::Wake(id.token()));
+    }
+
+    /// Ends the pause of connection `id` ([`Verdict::pause`](super::Verdict::pause)):
+    /// once its output is sent, its `on_data` is called again with the input it
+    /// holds, and it is read again.
+    pub fn resume(&mut self, id: ConnId) {
+        self.deferred.push(Request::Resume(id.token()));
+    }
+
+    /// Shuts down the writing side of connection `id` (`shutdown(SHUT_WR)`) once its
+    /// output is sent: its peer reads the end of the stream, and may go on sending.
+    /// Output written to it afterwards is dropped. A connection shut down whose input
+    /// has ended too ([`Protocol::on_input_end`](super::Protocol::on_input_end)) is
+    /// closed, as [`Closed::Done`](super::Closed::Done).
+    pub fn shutdown(&mut self, id: ConnId) {
+        self.deferred.push(Request::Shutdown(id.token()));
+    }
+
+    /// Closes connection `id` once its output is sent, as if its own callback had
+    /// returned [`Flow::Close`](super::Flow::Close).
+    pub fn close(&mut self, id: ConnId) {
+        self.deferred.push(Request::Close(id.token()));
     }
 }
 

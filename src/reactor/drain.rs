@@ -5,6 +5,7 @@ use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use super::connection::Connection;
+use super::deferred::DrainPolicy;
 use super::slab::Token;
 use super::{Closed, Protocol, Reactor};
 
@@ -124,8 +125,8 @@ impl<P: Protocol> Reactor<P> {
     }
 
     /// Safe to close at any time: no message partly received (nor one the protocol
-    /// is busy with) and nothing to send.
+    /// is busy with), nothing to send, and not a connection the stop leaves alone.
     pub(crate) fn is_idle(conn: &Connection<P::Conn>) -> bool {
-        conn.is_idle() && !P::is_busy(&conn.state)
+        conn.is_idle() && !P::is_busy(&conn.state) && conn.drain == DrainPolicy::CloseWhenIdle
     }
 }

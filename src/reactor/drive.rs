@@ -5,7 +5,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 
 use super::connection::{Connection, Phase};
-use super::context::{Io, OUTPUT_BUDGET};
+use super::context::OUTPUT_BUDGET;
 use super::slab::Token;
 use super::{Closed, Core, Flow, Protocol, Then};
 use crate::sys;
@@ -55,6 +55,10 @@ impl<P: Protocol> Core<P> {
     }
 
     fn read_into(&mut self, conn: &mut Connection<P::Conn>, token: Token, buffer: &mut [u8]) -> Next {
+        if conn.blocked || conn.input_ended {
+            // Read again when the other connection drains; nothing more to read.
+            return Next::Wait;
+        }
         for _ in 0..READS_PER_WAKE {
             if conn.unsent() > OUTPUT_BUDGET {
                 conn.read_paused = true;
@@ -75,13 +79,7 @@ impl<P: Protocol> Core<P> {
                 }
             }
             let n = match sys::recv(conn.fd.as_raw_fd(), buffer) {
-                Ok(0) => {
-                    // The peer is done sending: what it sent last is kept for the
-                    // protocol's on_close (a message delimited by the end of stream).
-                    conn.read_closed = true;
-                    conn.phase = Phase::Closing { linger: false };
-                    return Next::Settle;
-                }
+                Ok(0) => return self.end_input(conn, token),
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Next::Wait,
                 Err(e) => return Next::Close(Closed::ReadFailed(e.kind())),
@@ -93,6 +91,11 @@ impl<P: Protocol> Core<P> {
                 }
                 Next::Wait => {}
                 next => return next,
+            }
+            if !self.io.deferred.is_empty() {
+                // What the protocol asked of other connections (bytes written on to
+                // them) is done before more is read.
+                return if filled || conn.read_closed || conn.paused { Next::Again } else { Next::Wait };
             }
             // A short read drained the socket, unless the peer has shut down (then
             // only a read of 0 says so); a paused protocol goes on first.
@@ -119,9 +122,7 @@ impl<P: Protocol> Core<P> {
             conn.pending_input.extend_from_slice(fresh);
         }
         let input: &[u8] = if from_pending { &conn.pending_input } else { fresh };
-        self.output.clear();
-        let now = self.clock.instant();
-        let mut io = Io::new(token, now, &mut self.output, conn.unsent(), &mut self.timers);
+        let mut io = self.io.for_call(token, self.clock.instant(), conn.unsent());
         let verdict = self.protocol.on_data(&mut conn.state, input, &mut io);
         let consumed = verdict.consumed.min(input.len());
         let unconsumed = consumed < input.len();
@@ -131,7 +132,7 @@ impl<P: Protocol> Core<P> {
             Then::Pause => {
                 conn.keep_input(from_pending, fresh, consumed);
                 conn.paused = true;
-                conn.awaiting_output = self.output.is_empty();
+                conn.awaiting_output = self.io.output.is_empty();
             }
             Then::Close => {
                 // Bytes beyond the last answer, or a message still arriving: the peer
@@ -155,16 +156,14 @@ impl<P: Protocol> Core<P> {
         if conn.phase != Phase::Open {
             return Next::Wait;
         }
-        self.output.clear();
-        let now = self.clock.instant();
-        let mut io = Io::new(token, now, &mut self.output, conn.unsent(), &mut self.timers);
+        let mut io = self.io.for_call(token, self.clock.instant(), conn.unsent());
         let (protocol, state) = (&mut self.protocol, &mut conn.state);
         let flow = match callback {
             Callback::Open => protocol.on_open(state, &mut io),
             Callback::Timer => protocol.on_timer(state, &mut io),
             Callback::Wake => protocol.on_wake(state, &mut io),
         };
-        if !self.output.is_empty() {
+        if !self.io.output.is_empty() {
             conn.awaiting_output = false;
         }
         if flow == Flow::Close {
@@ -175,9 +174,22 @@ impl<P: Protocol> Core<P> {
         self.send(conn)
     }
 
+    /// The peer finished sending: what it sent last is kept (for `on_close`, a
+    /// message delimited by the end of stream), and the protocol says whether the
+    /// connection closes or stays open for writing.
+    fn end_input(&mut self, conn: &mut Connection<P::Conn>, token: Token) -> Next {
+        conn.read_closed = true;
+        conn.input_ended = true;
+        let mut io = self.io.for_call(token, self.clock.instant(), conn.unsent());
+        if self.protocol.on_input_end(&mut conn.state, &mut io) == Flow::Close {
+            conn.phase = Phase::Closing { linger: false };
+        }
+        self.send(conn)
+    }
+
     /// Sends the output of a callback; `Settle` when the connection is closing.
     fn send(&mut self, conn: &mut Connection<P::Conn>) -> Next {
-        if let Err(e) = conn.send(&self.output) {
+        if let Err(e) = conn.send(&self.io.output) {
             return Next::Close(Closed::WriteFailed(e.kind()));
         }
         if conn.phase != Phase::Open {

@@ -9,10 +9,13 @@
 //! the others.
 //!
 //! A [`Protocol`] is called for every connection event: [`on_open`](Protocol::on_open)
-//! when it opens (accepted or connected), [`on_data`](Protocol::on_data) when input
-//! arrives or a paused protocol may go on, [`on_timer`](Protocol::on_timer) when its
-//! timer fires, [`on_wake`](Protocol::on_wake) when its owner wakes it. Each call
-//! writes to an [`Io`], whose output the loop sends when the call returns.
+//! when it opens (accepted, or established), [`on_data`](Protocol::on_data) when
+//! input arrives or a paused protocol may go on, [`on_input_end`](Protocol::on_input_end)
+//! at the end of the peer's stream, [`on_timer`](Protocol::on_timer) when its timer
+//! fires, [`on_wake`](Protocol::on_wake) when it is woken, [`on_close`](Protocol::on_close)
+//! when it is gone. Each call writes to an [`Io`], whose output the loop sends when
+//! the call returns, and through which it may open, write to, wake, resume, shut
+//! down or close any other connection of the loop.
 
 mod accept;
 mod client;
@@ -21,6 +24,7 @@ mod close;
 mod config;
 mod connection;
 mod context;
+mod deferred;
 mod drain;
 mod drive;
 mod harness;
@@ -31,6 +35,7 @@ mod timers;
 
 pub use config::Config;
 pub use context::Io;
+pub use deferred::{DrainPolicy, IdleTimeout};
 pub use drain::{DrainOptions, ListenerFate};
 pub use harness::Harness;
 pub use output::Output;
@@ -45,10 +50,11 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::sys::{self, Epoll, Event};
 use clock::Clock;
 use connection::{Connection, Phase};
+use context::IoState;
+use deferred::Batch;
 use drain::Drain;
 use drive::{Callback, Next};
 use slab::{Slab, Token, MAX_INDEX};
-use timers::Timers;
 
 const LISTENER: u64 = MAX_INDEX as u64 + 1;
 const CONTROL: u64 = MAX_INDEX as u64 + 2;
@@ -130,6 +136,10 @@ pub struct Reactor<P: Protocol> {
     stats: Stats,
     /// When to look at the listener's queue without a new edge.
     accept: Accept,
+    /// Requests being carried out (see `run_deferred`), or the memory of the last.
+    batch: Option<Batch>,
+    /// Connections whose reading stopped for another's output: (other, blocked).
+    blocked: Vec<(Token, Token)>,
 }
 
 /// What the work on one connection needs besides the connection itself, apart from
@@ -138,9 +148,10 @@ pub struct Reactor<P: Protocol> {
 struct Core<P> {
     protocol: P,
     read_buffer: Box<[u8]>,
-    /// What a callback writes, before it is sent: the loop's one output buffer.
-    output: Output,
-    timers: Timers,
+    /// What a callback's `Io` borrows: the loop's one output buffer (what a callback
+    /// writes, before it is sent), the timers, and what callbacks asked of other
+    /// connections.
+    io: IoState,
     clock: Clock,
     config: Config,
 }
@@ -181,8 +192,7 @@ impl<P: Protocol> Reactor<P> {
             core: Core {
                 protocol,
                 read_buffer: vec![0; READ_BUFFER].into_boxed_slice(),
-                output: Output::new(),
-                timers: Timers::new(clock.start()),
+                io: IoState::new(clock.start()),
                 clock,
                 config,
             },
@@ -192,6 +202,8 @@ impl<P: Protocol> Reactor<P> {
             drain: None,
             stats: Stats::default(),
             accept: Accept::OnEdge,
+            batch: Some(Batch::default()),
+            blocked: Vec::new(),
         })
     }
 
@@ -307,7 +319,7 @@ impl<P: Protocol> Reactor<P> {
             return Some(Duration::ZERO);
         }
         let now = self.core.clock.instant();
-        let timer = self.core.timers.next().map(|at| at.saturating_duration_since(now));
+        let timer = self.core.io.timers.next().map(|at| at.saturating_duration_since(now));
         let grace = self.grace_until().map(|at| at.saturating_duration_since(now));
         let second = Some(self.core.clock.to_next_second());
         [timer, grace, second, max_wait].into_iter().flatten().min()
@@ -316,7 +328,9 @@ impl<P: Protocol> Reactor<P> {
     fn on_connection_event(&mut self, token: Token, event: &Event) {
         // A connection closed earlier in this batch has a retired token: skip it.
         let Some(conn) = self.connections.get_mut(token) else { return };
-        conn.connecting = false;
+        if conn.connecting {
+            return self.established(token, event.is_readable());
+        }
         if event.is_read_closed() {
             conn.read_closed = true;
         }
@@ -341,7 +355,7 @@ impl<P: Protocol> Reactor<P> {
     /// Calls `on_timer` for every connection whose timer is due.
     fn fire_timers(&mut self) {
         let now = self.core.clock.instant();
-        while let Some(token) = self.core.timers.pop_due(now) {
+        while let Some(token) = self.core.io.timers.pop_due(now) {
             self.call(token, Callback::Timer);
         }
     }
@@ -363,6 +377,11 @@ impl<P: Protocol> Reactor<P> {
         if let Err(e) = conn.flush() {
             return self.finish(token, Next::Close(Closed::WriteFailed(e.kind())));
         }
+        if conn.blocking && conn.unsent() <= deferred::RESUME_BELOW {
+            conn.blocking = false;
+            self.unblock(token);
+        }
+        let Some(conn) = self.connections.get_mut(token) else { return };
         let next = match conn.phase {
             Phase::Closing { .. } => Next::Settle,
             Phase::Lingering if readable => drive::discard_input(conn, &mut self.core.read_buffer),
@@ -374,6 +393,13 @@ impl<P: Protocol> Reactor<P> {
     }
 
     fn finish(&mut self, token: Token, next: Next) {
+        self.settle_next(token, next);
+        if !self.core.io.deferred.is_empty() {
+            self.run_deferred();
+        }
+    }
+
+    fn settle_next(&mut self, token: Token, next: Next) {
         match next {
             Next::Wait if self.closes_idle() => self.close_if_idle(token),
             Next::Wait => self.rearm(token),
@@ -392,11 +418,13 @@ impl<P: Protocol> Reactor<P> {
     }
 
     fn rearm(&mut self, token: Token) {
-        if let Some(conn) = self.connections.get_mut(token) {
-            let busy = P::is_busy(&conn.state);
-            let timer_set = self.core.timers.is_set(token);
-            conn.rearm(self.core.clock.now(), &self.core.config, busy, timer_set);
+        let Some(conn) = self.connections.get_mut(token) else { return };
+        if conn.is_finished() {
+            return self.close(token, Closed::Done);
         }
+        let busy = P::is_busy(&conn.state);
+        let timer_set = self.core.io.timers.is_set(token);
+        conn.rearm(self.core.clock.now(), &self.core.config, busy, timer_set);
     }
 }
 

@@ -87,7 +87,7 @@ impl Output {
     pub(crate) fn send(&self, fd: RawFd) -> io::Result<usize> {
         if self.shared.is_empty() {
             // The common case: one answer or a pipeline of copied ones, one send.
-            return send_slices(fd, &[IoSlice::new(&self.copied)]);
+            return send_bytes(fd, &self.copied);
         }
         let mut sent = 0;
         while sent < self.len {
@@ -137,6 +137,11 @@ fn fill<'a>(slices: &mut [IoSlice<'a>], pieces: impl Iterator<Item = &'a [u8]>) 
     count
 }
 
+/// Sends what the socket takes of `bytes`, with one `send`; 0 when the socket is full.
+pub(crate) fn send_bytes(fd: RawFd, bytes: &[u8]) -> io::Result<usize> {
+    send_slices(fd, &[IoSlice::new(bytes)])
+}
+
 /// One `send` or `sendmsg`; 0 when the socket is full.
 fn send_slices(fd: RawFd, slices: &[IoSlice<'_>]) -> io::Result<usize> {
     let result = match slices {
@@ -181,13 +186,21 @@ impl SendQueue {
         for piece in output.pieces(skip) {
             self.len += piece.bytes().len();
             match piece {
-                Piece::Copied(bytes) => {
-                    self.copied.extend(bytes);
-                    self.copied_after += bytes.len();
-                }
+                Piece::Copied(bytes) => self.push_copied(bytes),
                 Piece::Shared(bytes, from) => self.push_shared(bytes, from),
             }
         }
+    }
+
+    /// Queues `bytes` as they are, copied.
+    pub(crate) fn push_bytes(&mut self, bytes: &[u8]) {
+        self.len += bytes.len();
+        self.push_copied(bytes);
+    }
+
+    fn push_copied(&mut self, bytes: &[u8]) {
+        self.copied.extend(bytes);
+        self.copied_after += bytes.len();
     }
 
     fn push_shared(&mut self, bytes: &Arc<[u8]>, sent: usize) {

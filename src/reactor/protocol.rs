@@ -30,12 +30,13 @@ pub struct Verdict {
 pub enum Then {
     /// Reads more input.
     Read,
-    /// Calls `on_data` again with the unconsumed input, without reading, once all
-    /// the output is sent. For a protocol that answers part of what it was given
-    /// (its output is [full](Io::is_full)), or that waits for a timer before it
-    /// answers more: with nothing written, the call waits for the output a later
-    /// [`on_timer`](Protocol::on_timer) or [`on_wake`](Protocol::on_wake) writes, and
-    /// for that to be sent.
+    /// Reads no more for now, and calls `on_data` again with the unconsumed input
+    /// (new bytes too, if any came) once this call's output is sent. For a protocol
+    /// that answers part of what it was given (its output is [full](Io::is_full)),
+    /// or that waits before it answers more. With nothing written, nothing sends
+    /// it on by itself: it goes on once a later callback ([`on_timer`](Protocol::on_timer),
+    /// [`on_wake`](Protocol::on_wake)) writes to it and that output is sent, or once
+    /// any callback [resumes](Io::resume) it.
     Pause,
     /// Closes the connection once the output is sent; input after `consumed` is
     /// never handed to the protocol.
@@ -59,8 +60,8 @@ impl Verdict {
     }
 }
 
-/// What the loop does after [`Protocol::on_open`], [`on_timer`](Protocol::on_timer)
-/// or [`on_wake`](Protocol::on_wake).
+/// What the loop does after [`Protocol::on_open`], [`on_timer`](Protocol::on_timer),
+/// [`on_wake`](Protocol::on_wake) or [`on_input_end`](Protocol::on_input_end).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flow {
     /// Goes on: sends the output, and reads as before.
@@ -69,8 +70,9 @@ pub enum Flow {
     Close,
 }
 
-/// Names one connection of a loop, for [`Reactor::wake`](super::Reactor::wake); a
-/// closed connection's id never names a later one.
+/// Names one connection of a loop, for [`Io::write_to`], [`Io::wake`] and the other
+/// calls that reach another connection; a closed connection's id never names a
+/// later one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ConnId(u64);
 
@@ -91,9 +93,13 @@ pub enum Closed {
     Done,
     /// The peer closed it: end of stream.
     ByPeer,
-    /// One of the loop's timeouts expired.
+    /// One of the loop's timeouts expired (for a connection being opened:
+    /// [`ConnectFailed`](Closed::ConnectFailed) with `TimedOut`).
     TimedOut,
-    /// Reading failed (a reset, or a connect that was refused).
+    /// A connection the loop opened ([`Io::connect`]) was never established: refused,
+    /// unreachable, or not accepted within the connect timeout (`TimedOut`).
+    ConnectFailed(io::ErrorKind),
+    /// Reading failed (a reset).
     ReadFailed(io::ErrorKind),
     /// Sending failed.
     WriteFailed(io::ErrorKind),
@@ -104,16 +110,31 @@ pub enum Closed {
 ///
 /// One value serves every connection of a loop; state that belongs to one
 /// connection lives in [`Protocol::Conn`], which the loop keeps beside the socket.
-/// Every callback that may write gets an [`Io`] for its connection: its id, the
-/// loop's time, its output, and its timer.
+/// Every callback gets an [`Io`] for its connection: its id, the loop's time, its
+/// output and its timer, and the rest of the loop: it may open a connection, write
+/// to, wake, resume, shut down or close any other.
+///
+/// # The loop's timeouts
+///
+/// A connection is under one of the loop's timeouts ([`Config`](super::Config)) at a
+/// time, the first of these that applies: the linger after a close; the connect
+/// timeout while a connection it opened is not yet established; the send timeout
+/// while output is unsent; the message timeout while input is held unconsumed (a
+/// partial message); none while the connection has a timer of its own
+/// ([`Io::set_timer`]: the protocol decides); the message timeout while the protocol
+/// says it [is busy](Protocol::is_busy); else the idle timeout (unless the
+/// connection [opted out](Io::set_idle_timeout)). A byte stream that consumes all
+/// its input at once (echo, a relay) is only ever under the send and idle timeouts.
 pub trait Protocol {
     /// Per-connection state, created with `Default` when a connection opens.
     /// Keep it small: an idle connection costs its slab slot and nothing else.
     type Conn: Default;
 
-    /// A connection opened: accepted, or made with
-    /// [`Reactor::connect`](super::Reactor::connect). What it writes is sent first,
-    /// before any input is read (a server's greeting, a client's first request).
+    /// A connection opened: accepted, or, if the loop opened it ([`Io::connect`],
+    /// [`Reactor::connect`](super::Reactor::connect)), established. What it writes
+    /// goes out before any input is read (a server's greeting, a client's first
+    /// request), after anything written to the connection while it was being
+    /// opened.
     fn on_open(&mut self, _conn: &mut Self::Conn, _io: &mut Io<'_>) -> Flow {
         Flow::Continue
     }
@@ -122,7 +143,9 @@ pub trait Protocol {
     /// Writes its answer to `io` and says how much input it used and what comes next.
     /// To bound its memory a protocol stops once [`Io::is_full`] and returns
     /// [`Verdict::pause`]: the loop calls it again with the rest once the peer has
-    /// taken the output.
+    /// taken the output. Input written on to another connection
+    /// ([`Io::write_to`]) needs no such care: the loop stops reading this one while
+    /// the other's output is over the budget.
     fn on_data(&mut self, conn: &mut Self::Conn, input: &[u8], io: &mut Io<'_>) -> Verdict;
 
     /// The connection's timer ([`Io::set_timer`]) fired.
@@ -130,20 +153,32 @@ pub trait Protocol {
         Flow::Continue
     }
 
-    /// The connection was woken by [`Reactor::wake`](super::Reactor::wake).
+    /// The connection was woken by [`Io::wake`] or [`Reactor::wake`](super::Reactor::wake).
     fn on_wake(&mut self, _conn: &mut Self::Conn, _io: &mut Io<'_>) -> Flow {
         Flow::Continue
     }
 
+    /// The peer finished sending (it shut down its side: end of stream); its
+    /// unconsumed input was handed to `on_data` first. [`Flow::Close`] (the default)
+    /// closes the connection once its output is sent, as [`Closed::ByPeer`].
+    /// [`Flow::Continue`] keeps it open for writing, half-closed: it closes once it
+    /// is [shut down](Io::shutdown) too, or closed.
+    fn on_input_end(&mut self, _conn: &mut Self::Conn, _io: &mut Io<'_>) -> Flow {
+        Flow::Close
+    }
+
     /// A connection is gone. `unconsumed` is the input the protocol left unconsumed
     /// (after [`Closed::ByPeer`], a message delimited by the end of the stream).
-    fn on_close(&mut self, _conn: &mut Self::Conn, _closed: Closed, _unconsumed: &[u8]) {}
+    /// `io` names the connection and reaches the others (to close a partner, say);
+    /// what is written to the connection itself is dropped.
+    fn on_close(&mut self, _conn: &mut Self::Conn, _closed: Closed, _unconsumed: &[u8], _io: &mut Io<'_>) {}
 
     /// Whether `conn` is in the middle of an exchange although no input is pending
-    /// and no output unsent (HTTP: a request body still arriving, an answer waiting
-    /// for its timer). The loop then holds it to the request timeout rather than the
-    /// idle one, does not close it in a graceful stop, and, if the protocol closes
-    /// it, reads what the peer still sends before closing.
+    /// and no output unsent (HTTP: a request body still arriving). The loop then
+    /// holds it to the message timeout rather than the idle one (unless it has a
+    /// timer of its own: see [the loop's timeouts](Protocol#the-loops-timeouts)),
+    /// does not close it in a graceful stop, and, if the protocol closes it, reads
+    /// what the peer still sends before closing.
     fn is_busy(_conn: &Self::Conn) -> bool {
         false
     }

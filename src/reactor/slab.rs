@@ -28,16 +28,44 @@ struct Slot<T> {
     value: Option<T>,
 }
 
+/// Hands out the tokens of a [`Slab`], apart from the slab itself, so that a token
+/// can be taken while a value of the slab is borrowed (a callback that opens a
+/// connection learns its id at once) and the value placed later.
+#[derive(Debug, Default)]
+pub(crate) struct Ids {
+    /// For each free slot, the token its next value gets.
+    free: Vec<Token>,
+    /// Slots handed out so far.
+    next: u32,
+}
+
+impl Ids {
+    /// A token no value holds: a freed slot's next one, or a new slot's.
+    pub(crate) fn take(&mut self) -> Token {
+        if let Some(token) = self.free.pop() {
+            return token;
+        }
+        assert!(self.next <= MAX_INDEX, "connection slab full");
+        self.next += 1;
+        Token::new(self.next - 1, 0)
+    }
+
+    /// Takes back `token`, whose value was removed (or never placed): its slot's
+    /// next value gets the next generation, so `token` never names it.
+    pub(crate) fn give_back(&mut self, token: Token) {
+        self.free.push(Token::new(token.index() as u32, token.generation().wrapping_add(1)));
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Slab<T> {
     slots: Vec<Slot<T>>,
-    free: Vec<u32>,
     len: usize,
 }
 
 impl<T> Slab<T> {
     pub(crate) fn new() -> Slab<T> {
-        Slab { slots: Vec::new(), free: Vec::new(), len: 0 }
+        Slab { slots: Vec::new(), len: 0 }
     }
 
     /// Number of values held.
@@ -45,18 +73,17 @@ impl<T> Slab<T> {
         self.len
     }
 
-    /// Stores `value`, reusing a freed slot when there is one.
-    pub(crate) fn insert(&mut self, value: T) -> Token {
-        self.len += 1;
-        if let Some(index) = self.free.pop() {
-            let slot = &mut self.slots[index as usize];
-            slot.value = Some(value);
-            return Token::new(index, slot.generation);
+    /// Stores `value` under `token`, taken from [`Ids`] and holding nothing.
+    pub(crate) fn put(&mut self, token: Token, value: T) {
+        let index = token.index();
+        if index >= self.slots.len() {
+            self.slots.resize_with(index + 1, || Slot { generation: 0, value: None });
         }
-        let index = self.slots.len() as u32;
-        assert!(index <= MAX_INDEX, "connection slab full");
-        self.slots.push(Slot { generation: 0, value: Some(value) });
-        Token::new(index, 0)
+        let slot = &mut self.slots[index];
+        debug_assert!(slot.value.is_none(), "a token taken twice");
+        slot.generation = token.generation();
+        slot.value = Some(value);
+        self.len += 1;
     }
 
     /// The value `token` names, unless it was removed since.
@@ -68,15 +95,13 @@ impl<T> Slab<T> {
         slot.value.as_mut()
     }
 
-    /// Removes the value `token` names and retires the token.
+    /// Removes the value `token` names; the caller gives the token back to [`Ids`].
     pub(crate) fn remove(&mut self, token: Token) -> Option<T> {
         let slot = self.slots.get_mut(token.index())?;
         if slot.generation != token.generation() {
             return None;
         }
         let value = slot.value.take()?;
-        slot.generation = slot.generation.wrapping_add(1);
-        self.free.push(token.index() as u32);
         self.len -= 1;
         Some(value)
     }
@@ -93,33 +118,64 @@ impl<T> Slab<T> {
 mod tests {
     use super::*;
 
+    /// A slab and its ids, used together as the loop uses them.
+    fn insert<T>(slab: &mut Slab<T>, ids: &mut Ids, value: T) -> Token {
+        let token = ids.take();
+        slab.put(token, value);
+        token
+    }
+
+    fn remove<T>(slab: &mut Slab<T>, ids: &mut Ids, token: Token) -> Option<T> {
+        let value = slab.remove(token)?;
+        ids.give_back(token);
+        Some(value)
+    }
+
     #[test]
     fn a_removed_token_never_names_the_slots_next_value() {
-        let mut slab = Slab::new();
-        let old = slab.insert("first");
-        assert_eq!(slab.remove(old), Some("first"));
-        let new = slab.insert("second");
+        let (mut slab, mut ids) = (Slab::new(), Ids::default());
+        let old = insert(&mut slab, &mut ids, "first");
+        assert_eq!(remove(&mut slab, &mut ids, old), Some("first"));
+        let new = insert(&mut slab, &mut ids, "second");
         assert_eq!(new.index(), old.index(), "the slot is reused");
         assert_eq!(slab.get_mut(old), None);
-        assert_eq!(slab.remove(old), None);
+        assert_eq!(remove(&mut slab, &mut ids, old), None);
         assert_eq!(slab.get_mut(new), Some(&mut "second"));
         assert_eq!(slab.len(), 1);
     }
 
     #[test]
+    fn tokens_taken_before_their_values_are_placed_are_distinct_and_placed_in_any_order() {
+        let (mut slab, mut ids) = (Slab::new(), Ids::default());
+        let (a, b) = (ids.take(), ids.take());
+        assert_ne!(a, b);
+        slab.put(b, "b");
+        assert_eq!(slab.get_mut(a), None, "taken, not placed");
+        slab.put(a, "a");
+        assert_eq!(slab.get_mut(a), Some(&mut "a"));
+        assert_eq!(slab.get_mut(b), Some(&mut "b"));
+        // A token given back unplaced (a connect that failed) is not reused as it was.
+        let unplaced = ids.take();
+        ids.give_back(unplaced);
+        let next = ids.take();
+        assert_eq!(next.index(), unplaced.index());
+        assert_ne!(next, unplaced);
+    }
+
+    #[test]
     fn len_returns_to_zero_and_slots_are_reused() {
-        let mut slab = Slab::new();
-        let tokens: Vec<_> = (0..100).map(|i| slab.insert(i)).collect();
-        slab.remove(tokens[0]);
+        let (mut slab, mut ids) = (Slab::new(), Ids::default());
+        let tokens: Vec<_> = (0..100).map(|i| insert(&mut slab, &mut ids, i)).collect();
+        remove(&mut slab, &mut ids, tokens[0]);
         let odd = slab.tokens_where(|&value| value % 2 == 1);
         assert_eq!(odd.len(), 50);
         assert_eq!(odd[0], tokens[1]);
         for token in slab.tokens_where(|_| true) {
-            slab.remove(token);
+            remove(&mut slab, &mut ids, token);
         }
         assert_eq!(slab.len(), 0);
         for i in 0..100 {
-            slab.insert(i);
+            insert(&mut slab, &mut ids, i);
         }
         assert_eq!(slab.slots.len(), 100, "no slot was added while free ones existed");
     }

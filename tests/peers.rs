@@ -1,0 +1,306 @@
+//! The loop reached from a callback, as a server that talks to other servers uses
+//! it: connections opened from a callback (established, refused), bytes written on
+//! to another connection with the writer's reading held back while the other's
+//! output is over the budget, half-close, and the per-connection idle and drain
+//! policies. The loop is turned by the test itself, in bounded waits.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use percore::listen::{self, ListenOptions, Opening};
+use percore::reactor::{
+    Closed, Config, ConnId, DrainOptions, DrainPolicy, Flow, IdleTimeout, Io, ListenerFate, Protocol,
+    Reactor, Verdict,
+};
+
+/// Bound on every wait for the loop or the peer.
+const WAIT: Duration = Duration::from_secs(10);
+
+fn reactor<P: Protocol>(protocol: P, config: Config) -> (Reactor<P>, SocketAddr) {
+    let options = ListenOptions { opening: Opening::ServerSpeaksFirst, ..ListenOptions::default() };
+    let listener = listen::bind(([127, 0, 0, 1], 0).into(), &options).expect("binding");
+    let addr = listener.local_addr().expect("the bound address");
+    (Reactor::new(listener, protocol, config).expect("a loop"), addr)
+}
+
+/// Turns the loop, 10 ms at a time, until `done` holds; panics after [`WAIT`].
+fn turn_until<P: Protocol>(
+    reactor: &mut Reactor<P>,
+    what: &str,
+    mut done: impl FnMut(&mut Reactor<P>) -> bool,
+) {
+    let deadline = Instant::now() + WAIT;
+    while !done(reactor) {
+        assert!(Instant::now() < deadline, "{what}: not within {WAIT:?}");
+        reactor.turn(Some(Duration::from_millis(10))).expect("a turn of the loop");
+    }
+}
+
+/// Turns the loop for `span`.
+fn turn_for<P: Protocol>(reactor: &mut Reactor<P>, span: Duration) {
+    let until = Instant::now() + span;
+    while Instant::now() < until {
+        reactor.turn(Some(Duration::from_millis(10))).expect("a turn of the loop");
+    }
+}
+
+fn client(addr: SocketAddr) -> TcpStream {
+    let stream = TcpStream::connect_timeout(&addr, WAIT).expect("connecting");
+    stream.set_read_timeout(Some(WAIT)).expect("a read timeout");
+    stream
+}
+
+/// A pair per accepted connection: each one opens a connection to `target` and
+/// writes every input on to it, and what comes back on to the accepted one; an end
+/// of input shuts the other side down. What happens is logged.
+struct Pairs {
+    target: SocketAddr,
+    /// Each dialed connection, with the accepted one that dialed it, until woken.
+    dialed: Vec<(ConnId, ConnId)>,
+    log: Vec<String>,
+}
+
+#[derive(Default)]
+struct End {
+    peer: Option<ConnId>,
+    dialed: bool,
+}
+
+impl Pairs {
+    fn new(target: SocketAddr) -> Pairs {
+        Pairs { target, dialed: Vec::new(), log: Vec::new() }
+    }
+
+    fn logged(&self, entry: &str) -> bool {
+        self.log.iter().any(|line| line == entry)
+    }
+}
+
+impl Protocol for Pairs {
+    type Conn = End;
+
+    fn on_open(&mut self, end: &mut End, io: &mut Io<'_>) -> Flow {
+        if end.dialed {
+            self.log.push("established".into());
+            return Flow::Continue;
+        }
+        let dialed = io.connect(self.target);
+        // Written before it is established: sent once it is.
+        io.write_to(dialed, b"first ");
+        io.wake(dialed);
+        self.dialed.push((dialed, io.id()));
+        end.peer = Some(dialed);
+        Flow::Continue
+    }
+
+    fn on_wake(&mut self, end: &mut End, io: &mut Io<'_>) -> Flow {
+        // Woken by its accepted end in the same turn that opened it: it is the
+        // dialed end (the id was known at once).
+        end.dialed = true;
+        end.peer = self.dialed.iter().find(|(dialed, _)| *dialed == io.id()).map(|&(_, accepted)| accepted);
+        self.log.push("woken".into());
+        Flow::Continue
+    }
+
+    fn on_data(&mut self, end: &mut End, input: &[u8], io: &mut Io<'_>) -> Verdict {
+        if let Some(peer) = end.peer {
+            io.write_to(peer, input);
+        }
+        Verdict::keep(input.len())
+    }
+
+    fn on_input_end(&mut self, end: &mut End, io: &mut Io<'_>) -> Flow {
+        self.log.push("input ended".into());
+        match end.peer {
+            Some(peer) => {
+                io.shutdown(peer);
+                Flow::Continue
+            }
+            None => Flow::Close,
+        }
+    }
+
+    fn on_close(&mut self, end: &mut End, closed: Closed, _unconsumed: &[u8], _io: &mut Io<'_>) {
+        let side = if end.dialed { "dialed" } else { "accepted" };
+        self.log.push(format!("{side} closed: {closed:?}"));
+    }
+}
+
+#[test]
+fn a_callback_opens_a_connection_whose_id_it_has_at_once_and_hears_when_it_is_established() {
+    let backend = TcpListener::bind("127.0.0.1:0").expect("a backend");
+    let (mut reactor, addr) =
+        reactor(Pairs::new(backend.local_addr().expect("its address")), Config::default());
+    let _client = client(addr);
+    turn_until(&mut reactor, "the dialed connection established", |r| r.protocol().logged("established"));
+    // Woken (by id, in the turn that opened it) before it was established.
+    assert_eq!(reactor.protocol().log[..2], ["woken", "established"]);
+    let (mut accepted, _) = backend.accept().expect("the loop's connection");
+    accepted.set_read_timeout(Some(WAIT)).expect("a read timeout");
+    let mut first = [0; 6];
+    accepted.read_exact(&mut first).expect("what was written before it was established");
+    assert_eq!(&first, b"first ");
+}
+
+#[test]
+fn a_refused_connection_is_closed_with_its_error_and_never_opened() {
+    let refusing = TcpListener::bind("127.0.0.1:0").expect("a port");
+    let target = refusing.local_addr().expect("its address");
+    drop(refusing);
+    let (mut reactor, addr) = reactor(Pairs::new(target), Config::default());
+    let _client = client(addr);
+    let refused = format!("dialed closed: {:?}", Closed::ConnectFailed(ErrorKind::ConnectionRefused));
+    turn_until(&mut reactor, "the refusal", |r| r.protocol().logged(&refused));
+    assert!(!reactor.protocol().logged("established"), "{:?}", reactor.protocol().log);
+}
+
+#[test]
+fn an_end_of_input_leaves_the_connection_open_for_writing_until_it_is_shut_down_too() {
+    let backend = TcpListener::bind("127.0.0.1:0").expect("a backend");
+    let (mut reactor, addr) =
+        reactor(Pairs::new(backend.local_addr().expect("its address")), Config::default());
+    let mut client = client(addr);
+    client.write_all(b"request").expect("sending");
+    client.shutdown(Shutdown::Write).expect("half-closing");
+    turn_until(&mut reactor, "the end of the client's input", |r| r.protocol().logged("input ended"));
+    let (mut accepted, _) = backend.accept().expect("the loop's connection");
+    accepted.set_read_timeout(Some(WAIT)).expect("a read timeout");
+    let reading = std::thread::spawn(move || {
+        let mut request = Vec::new();
+        accepted.read_to_end(&mut request).expect("reading to the end the client's shutdown sent on");
+        accepted.write_all(b"answer").expect("answering after the request's end");
+        request
+    });
+    turn_until(&mut reactor, "the backend's answer", |_| reading.is_finished());
+    assert_eq!(reading.join().expect("the backend"), b"first request");
+    // The backend closed (its stream dropped): both ends are done both ways.
+    turn_until(&mut reactor, "both ends closed", |r| r.stats().open == 0);
+    let mut answer = Vec::new();
+    client.read_to_end(&mut answer).expect("reading the answer to the end");
+    assert_eq!(answer, b"answer", "the answer came after the client's own end of stream");
+    for side in ["accepted", "dialed"] {
+        assert!(reactor.protocol().logged(&format!("{side} closed: Done")), "{:?}", reactor.protocol().log);
+    }
+}
+
+#[test]
+fn a_writer_stops_reading_while_its_peer_is_over_the_budget_and_goes_on_once_it_drains() {
+    let backend = TcpListener::bind("127.0.0.1:0").expect("a backend");
+    let (mut reactor, addr) =
+        reactor(Pairs::new(backend.local_addr().expect("its address")), Config::default());
+    let mut client = client(addr);
+    client.set_write_timeout(Some(WAIT)).expect("a write timeout");
+    turn_until(&mut reactor, "the dialed connection established", |r| r.protocol().logged("established"));
+    let (mut accepted, _) = backend.accept().expect("the loop's connection");
+    // More than every buffer on the way holds: the writer must be held back.
+    const TOTAL: usize = 96 << 20;
+    let written = Arc::new(AtomicUsize::new(0));
+    let progress = Arc::clone(&written);
+    let writing = std::thread::spawn(move || {
+        let chunk: Vec<u8> = (0..64 * 1024).map(|i| (i % 251) as u8).collect();
+        while progress.load(Ordering::Relaxed) < TOTAL {
+            client.write_all(&chunk).expect("writing: the loop reads again once the peer drains");
+            progress.fetch_add(chunk.len(), Ordering::Relaxed);
+        }
+        client
+    });
+    // The backend reads nothing: the writer stalls short of the total.
+    let mut last = usize::MAX;
+    turn_until(&mut reactor, "the writer held back", |r| {
+        turn_for(r, Duration::from_millis(500));
+        let now = written.load(Ordering::Relaxed);
+        std::mem::replace(&mut last, now) == now
+    });
+    assert!(last < TOTAL, "everything was written ({last}): nothing held the writer back");
+    // Once the backend reads, every byte arrives, in order.
+    accepted.set_read_timeout(Some(WAIT)).expect("a read timeout");
+    let reading = std::thread::spawn(move || {
+        let mut prefix = [0; 6];
+        accepted.read_exact(&mut prefix).expect("the first bytes");
+        let mut received = vec![0; TOTAL];
+        accepted.read_exact(&mut received).map(|()| received)
+    });
+    turn_until(&mut reactor, "every byte relayed", |_| reading.is_finished());
+    let received = reading.join().expect("the reader").expect("reading every byte");
+    assert!(received.iter().enumerate().all(|(i, &b)| b == ((i % (64 * 1024)) % 251) as u8), "bytes differ");
+    writing.join().expect("the writer");
+}
+
+/// Opts out of the idle timeout, or of being closed as idle in a stop, as told.
+struct Policies {
+    idle: IdleTimeout,
+    drain: DrainPolicy,
+}
+
+impl Protocol for Policies {
+    type Conn = ();
+
+    fn on_open(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
+        io.set_idle_timeout(self.idle);
+        io.set_drain_policy(self.drain);
+        Flow::Continue
+    }
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+        io.write(input);
+        Verdict::keep(input.len())
+    }
+}
+
+/// Whether a connection left idle for `span` under `policies` is still open.
+fn open_after<F: FnOnce(&mut Reactor<Policies>)>(
+    policies: Policies,
+    config: Config,
+    span: Duration,
+    then: F,
+) -> bool {
+    let (mut reactor, addr) = reactor(policies, config);
+    let mut client = client(addr);
+    turn_until(&mut reactor, "the connection accepted", |r| r.stats().open == 1);
+    then(&mut reactor);
+    turn_for(&mut reactor, span);
+    let open = reactor.stats().open == 1;
+    if open {
+        client.write_all(b"ping").expect("sending");
+        turn_until(&mut reactor, "the echo", |_| true);
+        let mut echo = [0; 4];
+        let reading = std::thread::spawn(move || client.read_exact(&mut echo).map(|()| echo));
+        turn_until(&mut reactor, "the echo read", |_| reading.is_finished());
+        assert_eq!(&reading.join().expect("the reader").expect("the echo"), b"ping");
+    }
+    open
+}
+
+#[test]
+fn a_connection_that_opts_out_of_the_idle_timeout_outlives_it() {
+    let config = Config { idle_timeout: 1, ..Config::default() };
+    let keep = Policies { idle: IdleTimeout::Never, drain: DrainPolicy::CloseWhenIdle };
+    assert!(open_after(keep, config, Duration::from_secs(3), |_| {}), "closed by the idle timeout");
+    let default = Policies { idle: IdleTimeout::FromConfig, drain: DrainPolicy::CloseWhenIdle };
+    assert!(
+        !open_after(default, config, Duration::from_secs(3), |_| {}),
+        "the idle timeout did not close it"
+    );
+}
+
+#[test]
+fn a_stop_leaves_a_connection_that_asked_for_it_until_it_closes() {
+    let stop = |reactor: &mut Reactor<Policies>| {
+        let options = DrainOptions {
+            listener: ListenerFate::HandOver,
+            grace: Duration::from_millis(50),
+            timeout: Duration::from_secs(30),
+        };
+        reactor.drain(options);
+    };
+    let until_closed = Policies { idle: IdleTimeout::FromConfig, drain: DrainPolicy::UntilClosed };
+    assert!(
+        open_after(until_closed, Config::default(), Duration::from_secs(1), stop),
+        "closed as idle in the stop"
+    );
+    let default = Policies { idle: IdleTimeout::FromConfig, drain: DrainPolicy::CloseWhenIdle };
+    assert!(!open_after(default, Config::default(), Duration::from_secs(1), stop), "left open by the stop");
+}
