@@ -26,6 +26,7 @@ macro_rules! syscall {
 mod handoff;
 mod process;
 mod shared;
+mod splice;
 mod timer;
 
 pub use handoff::{exec_with_listeners, take_inherited};
@@ -34,6 +35,7 @@ pub use process::{
     thread_count, Exit, Forked, SignalFd,
 };
 pub use shared::SharedSlots;
+pub use splice::Pipe;
 pub use timer::TimerFd;
 
 /// Readiness reported by [`Epoll::wait`]: the token given at registration and the
