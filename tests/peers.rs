@@ -58,6 +58,8 @@ fn client(addr: SocketAddr) -> TcpStream {
 /// of input shuts the other side down. What happens is logged.
 struct Pairs {
     target: SocketAddr,
+    /// Whether each end splices its input on to the other (else: writes it on).
+    splice: bool,
     /// Each dialed connection, with the accepted one that dialed it, until woken.
     dialed: Vec<(ConnId, ConnId)>,
     log: Vec<String>,
@@ -71,7 +73,11 @@ struct End {
 
 impl Pairs {
     fn new(target: SocketAddr) -> Pairs {
-        Pairs { target, dialed: Vec::new(), log: Vec::new() }
+        Pairs { target, splice: false, dialed: Vec::new(), log: Vec::new() }
+    }
+
+    fn splicing(target: SocketAddr) -> Pairs {
+        Pairs { splice: true, ..Pairs::new(target) }
     }
 
     fn logged(&self, entry: &str) -> bool {
@@ -93,6 +99,9 @@ impl Protocol for Pairs {
         io.wake(dialed);
         self.dialed.push((dialed, io.id()));
         end.peer = Some(dialed);
+        if self.splice {
+            io.splice_to(dialed);
+        }
         Flow::Continue
     }
 
@@ -101,6 +110,9 @@ impl Protocol for Pairs {
         // dialed end (the id was known at once).
         end.dialed = true;
         end.peer = self.dialed.iter().find(|(dialed, _)| *dialed == io.id()).map(|&(_, accepted)| accepted);
+        if let Some(accepted) = end.peer.filter(|_| self.splice) {
+            io.splice_to(accepted);
+        }
         self.log.push("woken".into());
         Flow::Continue
     }
@@ -159,9 +171,13 @@ fn a_refused_connection_is_closed_with_its_error_and_never_opened() {
 
 #[test]
 fn an_end_of_input_leaves_the_connection_open_for_writing_until_it_is_shut_down_too() {
+    half_close(Pairs::new);
+    half_close(Pairs::splicing);
+}
+
+fn half_close(pairs: fn(SocketAddr) -> Pairs) {
     let backend = TcpListener::bind("127.0.0.1:0").expect("a backend");
-    let (mut reactor, addr) =
-        reactor(Pairs::new(backend.local_addr().expect("its address")), Config::default());
+    let (mut reactor, addr) = reactor(pairs(backend.local_addr().expect("its address")), Config::default());
     let mut client = client(addr);
     client.write_all(b"request").expect("sending");
     client.shutdown(Shutdown::Write).expect("half-closing");
@@ -188,9 +204,17 @@ fn an_end_of_input_leaves_the_connection_open_for_writing_until_it_is_shut_down_
 
 #[test]
 fn a_writer_stops_reading_while_its_peer_is_over_the_budget_and_goes_on_once_it_drains() {
+    held_back(Pairs::new);
+}
+
+#[test]
+fn a_spliced_connection_stops_reading_while_its_peer_cannot_take_the_pipe_and_goes_on_once_it_drains() {
+    held_back(Pairs::splicing);
+}
+
+fn held_back(pairs: fn(SocketAddr) -> Pairs) {
     let backend = TcpListener::bind("127.0.0.1:0").expect("a backend");
-    let (mut reactor, addr) =
-        reactor(Pairs::new(backend.local_addr().expect("its address")), Config::default());
+    let (mut reactor, addr) = reactor(pairs(backend.local_addr().expect("its address")), Config::default());
     let mut client = client(addr);
     client.set_write_timeout(Some(WAIT)).expect("a write timeout");
     turn_until(&mut reactor, "the dialed connection established", |r| r.protocol().logged("established"));

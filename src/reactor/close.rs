@@ -19,6 +19,9 @@ impl<P: Protocol> Reactor<P> {
         if conn.blocking {
             self.unblock(token);
         }
+        if !self.splices.is_empty() {
+            self.end_splices(token);
+        }
         let closed = match closed {
             Closed::TimedOut if conn.connecting => Closed::ConnectFailed(io::ErrorKind::TimedOut),
             closed => closed,

@@ -61,8 +61,11 @@ pub(crate) struct Connection<S> {
     /// sent, until the socket's first event.
     pub(crate) connecting: bool,
     /// Reading stopped because output this connection wrote to another is over the
-    /// budget there; the other resumes it when its output drains.
+    /// budget there (or what it spliced waits there); the other resumes it when its
+    /// output drains.
     pub(crate) blocked: bool,
+    /// Its input is spliced on to another connection, not handed to the protocol.
+    pub(crate) splicing: bool,
     /// Connections are blocked on this one's output (see `blocked`).
     pub(crate) blocking: bool,
     /// The peer's end of stream was read and the protocol kept the connection open:
@@ -80,7 +83,7 @@ pub(crate) struct Connection<S> {
     pub(crate) deadline: u32,
     timeout: Timeout,
     /// The peer took some of our output since the last `rearm`.
-    output_progressed: bool,
+    pub(crate) output_progressed: bool,
     /// Bytes the protocol consumed since the last `rearm`.
     pub(crate) input_consumed: usize,
     /// Bytes of a body received and not yet turned into more time (see `rearm`).
@@ -101,6 +104,7 @@ impl<S: Default> Connection<S> {
             awaiting_output: false,
             connecting: false,
             blocked: false,
+            splicing: false,
             blocking: false,
             input_ended: false,
             shut_requested: false,
@@ -223,7 +227,8 @@ impl<S> Connection<S> {
         let (timeout, seconds) = match self.phase {
             Phase::Lingering => (Timeout::Linger, LINGER_SECS),
             _ if self.connecting => (Timeout::Connect, config.connect_timeout),
-            _ if self.unsent() > 0 => (Timeout::Send, config.send_timeout),
+            // Blocking: another connection's bytes wait for it (in a splice's pipe).
+            _ if self.unsent() > 0 || self.blocking => (Timeout::Send, config.send_timeout),
             _ if !self.pending_input.is_empty() => (Timeout::Message, config.message_timeout),
             _ if timer_set => (Timeout::None, 0),
             _ if busy => (Timeout::Message, config.message_timeout),

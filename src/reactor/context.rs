@@ -178,6 +178,22 @@ impl<'a> Io<'a> {
         }
     }
 
+    /// From now on, moves what this connection receives on to connection `to`
+    /// through a kernel pipe (splice(2)), without copying it to user memory or
+    /// handing it to [`on_data`](super::Protocol::on_data); what it holds unconsumed
+    /// goes first. For bulk transfer between two sockets (a relay's pair): each read
+    /// costs two system calls and no copy. Flow control is as for
+    /// [`write_to`](Io::write_to), with the pipe (one read) in the place of the
+    /// budget. The end of the stream still reaches
+    /// [`on_input_end`](super::Protocol::on_input_end); if `to` closes, the input
+    /// reaches `on_data` again. One splice feeds a connection at most; a request to
+    /// splice into one already fed, or from one already spliced, does nothing, as
+    /// does one the kernel cannot give a pipe for (the input keeps reaching
+    /// `on_data`). The [`Harness`](super::Harness) splices nothing.
+    pub fn splice_to(&mut self, to: ConnId) {
+        self.deferred.push(Request::Splice(self.id.token(), to.token()));
+    }
+
     /// Calls [`Protocol::on_wake`](super::Protocol::on_wake) for connection `id`, if
     /// it is open.
     pub fn wake(&mut self, id: ConnId) {

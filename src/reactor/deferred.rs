@@ -56,6 +56,8 @@ pub(crate) enum Request {
     Close(Token),
     Idle(Token, IdleTimeout),
     Drain(Token, DrainPolicy),
+    /// Splice the first connection's input on to the second.
+    Splice(Token, Token),
 }
 
 /// The requests of the calls made since the loop last carried them out, and the
@@ -164,6 +166,7 @@ impl<P: Protocol> Reactor<P> {
                 conn.idle = idle;
                 self.rearm(token);
             }
+            Request::Splice(from, to) => self.start_splice(from, to),
             Request::Drain(token, policy) => {
                 let Some(conn) = self.connections.get_mut(token) else { return };
                 conn.drain = policy;
@@ -184,7 +187,7 @@ impl<P: Protocol> Reactor<P> {
 
     /// Sends `bytes` on `to` for `from`; `from` stops reading if that leaves `to`
     /// over the budget.
-    fn write_on(&mut self, from: Token, to: Token, bytes: &[u8]) {
+    pub(crate) fn write_on(&mut self, from: Token, to: Token, bytes: &[u8]) {
         let Some(conn) = self.connections.get_mut(to).filter(|conn| conn.is_open()) else { return };
         if let Err(e) = conn.send_bytes(bytes) {
             return self.close(to, Closed::WriteFailed(e.kind()));
@@ -210,11 +213,19 @@ impl<P: Protocol> Reactor<P> {
                 continue;
             }
             self.blocked.swap_remove(i);
-            let Some(conn) = self.connections.get_mut(writer) else { continue };
-            conn.blocked = false;
-            if !std::mem::replace(&mut conn.queued, true) {
-                self.again.push(writer);
+            if let Some(conn) = self.connections.get_mut(writer) {
+                conn.blocked = false;
+                self.serve_soon(writer);
             }
+        }
+    }
+
+    /// Serves connection `token` again at the start of the next turn, which then
+    /// does not wait; once, however often it is asked.
+    pub(crate) fn serve_soon(&mut self, token: Token) {
+        let Some(conn) = self.connections.get_mut(token) else { return };
+        if !std::mem::replace(&mut conn.queued, true) {
+            self.again.push(token);
         }
     }
 }

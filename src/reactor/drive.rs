@@ -11,7 +11,7 @@ use super::{Closed, Core, Flow, Protocol, Then};
 use crate::sys;
 
 /// Reads one connection may do per wake-up before the others get their turn.
-const READS_PER_WAKE: usize = 16;
+pub(crate) const READS_PER_WAKE: usize = 16;
 
 /// What to do with a connection after some work on it.
 pub(crate) enum Next {
@@ -177,7 +177,7 @@ impl<P: Protocol> Core<P> {
     /// The peer finished sending: what it sent last is kept (for `on_close`, a
     /// message delimited by the end of stream), and the protocol says whether the
     /// connection closes or stays open for writing.
-    fn end_input(&mut self, conn: &mut Connection<P::Conn>, token: Token) -> Next {
+    pub(crate) fn end_input(&mut self, conn: &mut Connection<P::Conn>, token: Token) -> Next {
         conn.read_closed = true;
         conn.input_ended = true;
         let mut io = self.io.for_call(token, self.clock.instant(), conn.unsent());

@@ -314,7 +314,11 @@ impl<P: Protocol> Harness<P> {
                 }
             }
             Request::Close(token) => self.close_on(ConnId::of(token), Closed::Done, &[]),
-            Request::Wake(_) | Request::Resume(_) | Request::Idle(..) | Request::Drain(..) => {}
+            Request::Wake(_)
+            | Request::Resume(_)
+            | Request::Idle(..)
+            | Request::Drain(..)
+            | Request::Splice(..) => {}
         }
     }
 }

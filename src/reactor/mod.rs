@@ -31,6 +31,7 @@ mod harness;
 mod output;
 mod protocol;
 mod slab;
+mod splice;
 mod timers;
 
 pub use config::Config;
@@ -55,6 +56,7 @@ use deferred::Batch;
 use drain::Drain;
 use drive::{Callback, Next};
 use slab::{Slab, Token, MAX_INDEX};
+use splice::Splices;
 
 const LISTENER: u64 = MAX_INDEX as u64 + 1;
 const CONTROL: u64 = MAX_INDEX as u64 + 2;
@@ -140,6 +142,8 @@ pub struct Reactor<P: Protocol> {
     batch: Option<Batch>,
     /// Connections whose reading stopped for another's output: (other, blocked).
     blocked: Vec<(Token, Token)>,
+    /// Connections whose input is spliced on to another.
+    splices: Splices,
 }
 
 /// What the work on one connection needs besides the connection itself, apart from
@@ -204,6 +208,7 @@ impl<P: Protocol> Reactor<P> {
             accept: Accept::OnEdge,
             batch: Some(Batch::default()),
             blocked: Vec::new(),
+            splices: Splices::default(),
         })
     }
 
@@ -386,6 +391,7 @@ impl<P: Protocol> Reactor<P> {
             Phase::Closing { .. } => Next::Settle,
             Phase::Lingering if readable => drive::discard_input(conn, &mut self.core.read_buffer),
             Phase::Lingering => Next::Wait,
+            Phase::Open if conn.splicing => self.move_input(token),
             Phase::Open if readable || self.core.may_resume(conn) => self.core.read_and_answer(conn, token),
             Phase::Open => Next::Wait,
         };
@@ -405,12 +411,7 @@ impl<P: Protocol> Reactor<P> {
             Next::Wait => self.rearm(token),
             Next::Again => {
                 self.rearm(token);
-                if let Some(conn) = self.connections.get_mut(token) {
-                    // Once in the queue however many edges come before its turn.
-                    if !std::mem::replace(&mut conn.queued, true) {
-                        self.again.push(token);
-                    }
-                }
+                self.serve_soon(token);
             }
             Next::Close(closed) => self.close(token, closed),
             Next::Settle => self.settle(token),
