@@ -7,7 +7,9 @@ What is measured is the relay's own CPU (its process tree's utime + stime, from
 /proc, as benches/e2e.py reads it) over the load, per request or per GiB relayed.
 
 Relays (--relays picks; each started afresh for every measurement):
-  percore-relay   target/release/examples/relay (--relay PATH), one worker
+  percore-relay   target/release/examples/relay (--relay PATH), one worker, --splice auto
+  percore-copy    the same, --splice copy: every byte read into user memory and sent
+  percore-splice  the same, --splice splice: every byte through a pipe
   baseline        another relay binary (--baseline PATH), e.g. the previous build's
   haproxy         HAProxy (Debian's 2.6), nbthread 1, mode tcp
   haproxy-splice  the same, splicing both ways (pipes instead of copies to user memory)
@@ -34,6 +36,8 @@ import e2e  # noqa: E402
 from procs import free_port, wait_listening  # noqa: E402
 
 RELAYS = ['percore-relay', 'haproxy', 'haproxy-splice']
+# The relay example's ways of crossing, each a relay of its own here.
+PERCORE_FLAGS = {'percore-relay': [], 'percore-copy': ['--splice', 'copy'], 'percore-splice': ['--splice', 'splice']}
 SHAPES = ['ka-c100', 'bulk']
 # The backend reads --body-file into memory (in each worker; a 1 GiB body would need
 # 1 GiB per worker), so the bulk shape fetches a 256 MiB body 4 times: 1 GiB a round.
@@ -111,8 +115,9 @@ def check(args, relays, shapes):
         if shape not in SHAPES:
             sys.exit(f'unknown shape {shape}; known: {", ".join(SHAPES)}')
     for relay in relays:
-        if relay not in RELAYS + ['baseline']:
-            sys.exit(f'unknown relay {relay}; known: {", ".join(RELAYS)}, baseline')
+        known = list(PERCORE_FLAGS) + RELAYS[1:] + ['baseline']
+        if relay not in known:
+            sys.exit(f'unknown relay {relay}; known: {", ".join(known)}')
         binary = relay_binary(relay, args)
         if binary and not os.access(binary, os.X_OK):
             sys.exit(f'{relay}: {binary} is not an executable (cargo build --release --examples?)')
@@ -127,7 +132,7 @@ def check(args, relays, shapes):
 
 
 def relay_binary(relay, args):
-    return {'percore-relay': args.relay, 'baseline': args.baseline}.get(relay)
+    return args.relay if relay in PERCORE_FLAGS else {'baseline': args.baseline}.get(relay)
 
 
 def start(name, cmd, cpu, workdir, port=None):
@@ -168,7 +173,7 @@ def start_relay(relay, backend, workdir, args):
             f.write(HAPROXY_CONF.format(port=port, backend=backend, splice=splice))
         return start(relay, ['haproxy', '-db', '-f', conf], cpu, workdir, port)
     return start(relay, [relay_binary(relay, args), '--port', '0', '--workers', '1', '--cpus', str(cpu),
-                         '--backend', f'127.0.0.1:{backend}'], cpu, workdir)
+                         '--backend', f'127.0.0.1:{backend}'] + PERCORE_FLAGS.get(relay, []), cpu, workdir)
 
 
 def measure(relay, shape, backend, workdir, env):

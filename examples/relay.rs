@@ -39,11 +39,29 @@ struct Args {
     /// Seconds a backend may take to accept a connection; then its client is closed.
     #[arg(long, value_name = "SECS", default_value_t = 5)]
     connect_timeout: u32,
+
+    /// How bytes cross: `copy` (read into the loop's buffer, written on), `splice`
+    /// (through a kernel pipe, never copied to user memory), or `auto`: copied, until
+    /// a read as large as a bulk transfer's switches that direction to splice.
+    #[arg(long, value_enum, default_value_t = Crossing::Auto)]
+    splice: Crossing,
 }
+
+/// How a pair's bytes cross from one end to the other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Crossing {
+    Copy,
+    Splice,
+    Auto,
+}
+
+/// A read at least this large is a bulk transfer's, which `--splice auto` splices.
+const BULK_READ: usize = 16 * 1024;
 
 /// The relay: where the backends are, and the pairs being set up.
 struct Relay {
     backends: Vec<SocketAddr>,
+    crossing: Crossing,
     /// The backend of the next client.
     next: usize,
     /// Each backend connection not yet established, with its client.
@@ -68,14 +86,22 @@ impl Protocol for Relay {
     fn on_open(&mut self, end: &mut End, io: &mut Io<'_>) -> Flow {
         // A pause in a stream is no end of it: a stop lets the pair finish.
         io.set_drain_policy(DrainPolicy::UntilClosed);
-        if let Some(client) = self.opening.remove(&io.id()) {
-            *end = End { peer: Some(client), backend: true };
-            return Flow::Continue;
+        let peer = match self.opening.remove(&io.id()) {
+            Some(client) => {
+                end.backend = true;
+                client
+            }
+            None => {
+                let backend = io.connect(self.backends[self.next % self.backends.len()]);
+                self.next = self.next.wrapping_add(1);
+                self.opening.insert(backend, io.id());
+                backend
+            }
+        };
+        end.peer = Some(peer);
+        if self.crossing == Crossing::Splice {
+            io.splice_to(peer);
         }
-        let backend = io.connect(self.backends[self.next % self.backends.len()]);
-        self.next = self.next.wrapping_add(1);
-        self.opening.insert(backend, io.id());
-        end.peer = Some(backend);
         Flow::Continue
     }
 
@@ -84,6 +110,9 @@ impl Protocol for Relay {
     fn on_data(&mut self, end: &mut End, input: &[u8], io: &mut Io<'_>) -> Verdict {
         if let Some(peer) = end.peer {
             io.write_to(peer, input);
+            if self.crossing == Crossing::Auto && input.len() >= BULK_READ {
+                io.splice_to(peer);
+            }
         }
         Verdict::keep(input.len())
     }
@@ -125,6 +154,7 @@ fn main() -> ExitCode {
     cli::serve(&options, move || {
         Ok(Relay {
             backends: args.backend.clone(),
+            crossing: args.splice,
             next: 0,
             opening: HashMap::new(),
             counts: Counts::default(),

@@ -25,6 +25,9 @@ use util::{
 /// budget on the way.
 const BODY: usize = 50 * 1024 * 1024;
 
+/// The relay's ways of moving bytes: through its own memory, and through a pipe.
+const CROSSINGS: [&str; 2] = ["copy", "splice"];
+
 /// The receive buffer of a client that reads slowly or not at all, so that the bytes
 /// it leaves unread pile up in the relay rather than in its own kernel buffer (and
 /// 100 of them hold little kernel memory).
@@ -149,11 +152,13 @@ fn a_large_body_arrives_whole_through_the_relay() {
     let want = pattern(BODY);
     let file = TempFile::with_contents(&want);
     let origin = backend(&["--body-file", file.path()]);
-    let (relay, _) = relay(&[origin.addr()], &[]);
-    let response = relay.client().get("/");
-    assert_eq!(response.status_line, OK);
-    assert_eq!(response.content_length(), BODY);
-    assert_same_bytes(&response.body, &want, "the body through the relay");
+    for crossing in CROSSINGS {
+        let (relay, _) = relay(&[origin.addr()], &["--splice", crossing]);
+        let response = relay.client().get("/");
+        assert_eq!(response.status_line, OK);
+        assert_eq!(response.content_length(), BODY);
+        assert_same_bytes(&response.body, &want, &format!("the body through the relay ({crossing})"));
+    }
 }
 
 #[test]
@@ -163,21 +168,31 @@ fn clients_that_never_read_a_large_body_cannot_grow_the_relay() {
     const MANY_BOUND_KIB: u64 = 64 * 1024;
     let file = TempFile::with_contents(&pattern(BODY));
     let origin = backend(&["--body-file", file.path()]);
-    let (relay, worker) = relay(&[origin.addr()], &[]);
+    for crossing in CROSSINGS {
+        never_read(&origin, crossing, (ONE_BOUND_KIB, CLIENTS, MANY_BOUND_KIB));
+    }
+}
+
+/// One client, then `clients`, that never read a large body, through a relay that
+/// crosses as `crossing` says: the relay grows by less than the bounds.
+fn never_read(origin: &Server, crossing: &str, (one_bound_kib, clients, many_bound_kib): (u64, usize, u64)) {
+    let (relay, worker) = relay(&[origin.addr()], &["--splice", crossing]);
     let before = vm_kib(worker, "VmRSS");
     let get = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
 
     let mut one = connect_small_rcvbuf(relay.addr());
     one.write_all(get).expect("sending the request");
     let peak = peak_rss_until_stalled(worker, || Some(unread(&one)).filter(|&n| n > 0));
-    eprintln!("relay worker VmRSS {before} KiB before, at most {peak} KiB with one client not reading");
+    eprintln!(
+        "{crossing}: relay worker VmRSS {before} KiB before, at most {peak} KiB with one client not reading"
+    );
     assert!(
-        peak < before + ONE_BOUND_KIB,
-        "one client not reading: the relay worker grew from {before} KiB to {peak} KiB"
+        peak < before + one_bound_kib,
+        "{crossing}, one client not reading: the relay worker grew from {before} KiB to {peak} KiB"
     );
     drop(one);
 
-    let many: Vec<TcpStream> = (0..CLIENTS)
+    let many: Vec<TcpStream> = (0..clients)
         .map(|_| {
             let mut stream = connect_small_rcvbuf(relay.addr());
             stream.write_all(get).expect("sending the request");
@@ -189,19 +204,16 @@ fn clients_that_never_read_a_large_body_cannot_grow_the_relay() {
         let each: Vec<u64> = many.iter().map(unread).collect();
         Some(each.iter().sum()).filter(|_| each.iter().all(|&n| n > 0))
     });
-    eprintln!(
-        "relay worker VmRSS {before} KiB before, at most {peak} KiB with {CLIENTS} clients not reading"
-    );
+    eprintln!("{crossing}: relay worker VmRSS {before} KiB before, at most {peak} KiB with {clients} clients not reading");
     assert!(
-        peak < before + MANY_BOUND_KIB,
-        "{CLIENTS} clients not reading: the relay worker grew from {before} KiB to {peak} KiB"
+        peak < before + many_bound_kib,
+        "{crossing}, {clients} clients not reading: the relay worker grew from {before} KiB to {peak} KiB"
     );
 }
 
 #[test]
 fn a_backend_that_never_reads_an_upload_cannot_grow_the_relay() {
     const BOUND_KIB: u64 = 8 * 1024;
-    const CHUNK: usize = 64 * 1024;
     // The backend: accepts, and keeps every connection open without reading it.
     let listener = TcpListener::bind("127.0.0.1:0").expect("binding the backend");
     let origin = listener.local_addr().unwrap();
@@ -214,7 +226,22 @@ fn a_backend_that_never_reads_an_upload_cannot_grow_the_relay() {
             }
         }
     });
-    let (relay, worker) = relay(&[origin], &[]);
+    for crossing in CROSSINGS {
+        upload_never_read(origin, &accepted, crossing, BOUND_KIB);
+    }
+}
+
+/// A client uploads to a backend (which `accepted` hands over) that never reads,
+/// through a relay that crosses as `crossing` says: it is held back, and the relay
+/// grows by less than `bound_kib`.
+fn upload_never_read(
+    origin: SocketAddr,
+    accepted: &mpsc::Receiver<std::io::Result<TcpStream>>,
+    crossing: &str,
+    bound_kib: u64,
+) {
+    const CHUNK: usize = 64 * 1024;
+    let (relay, worker) = relay(&[origin], &["--splice", crossing]);
     let before = vm_kib(worker, "VmRSS");
 
     let client = connect(relay.addr());
@@ -237,9 +264,9 @@ fn a_backend_that_never_reads_an_upload_cannot_grow_the_relay() {
     let peak =
         peak_rss_until_stalled(worker, || Some(written.load(Ordering::SeqCst) as u64).filter(|&n| n > 0));
     let sent = written.load(Ordering::SeqCst);
-    eprintln!("relay worker VmRSS {before} KiB before, at most {peak} KiB; the client wrote {sent} bytes");
-    assert!(sent < BODY, "the client wrote all {BODY} bytes to a backend that never reads");
-    assert!(peak < before + BOUND_KIB, "the relay worker grew from {before} KiB to {peak} KiB");
+    eprintln!("{crossing}: relay worker VmRSS {before} KiB before, at most {peak} KiB; the client wrote {sent} bytes");
+    assert!(sent < BODY, "{crossing}: the client wrote all {BODY} bytes to a backend that never reads");
+    assert!(peak < before + bound_kib, "{crossing}: the relay worker grew from {before} KiB to {peak} KiB");
     drop(client);
     drop(backend_side);
     writer.join().expect("the writer thread");
@@ -248,7 +275,15 @@ fn a_backend_that_never_reads_an_upload_cannot_grow_the_relay() {
 #[test]
 fn a_half_closed_request_gets_the_whole_answer_through_the_relay() {
     let origin = backend(&[]);
-    let (relay, _) = relay(&[origin.addr()], &[]);
+    for crossing in CROSSINGS {
+        half_closed_exchange(&origin, crossing);
+    }
+}
+
+/// A request then a half-close, through a relay that crosses as `crossing` says:
+/// the answer is the backend's, whole.
+fn half_closed_exchange(origin: &Server, crossing: &str) {
+    let (relay, _) = relay(&[origin.addr()], &["--splice", crossing]);
     let exchange = |addr: SocketAddr| {
         let mut stream = connect(addr);
         stream.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").expect("sending the request");
