@@ -10,7 +10,10 @@
 //! What the loop gives it: a client's bytes are written on to its backend and the
 //! backend's to its client ([`Io::write_to`]); when one side's unsent output is over
 //! the loop's budget the other side stops reading until it drains, so a pair holds
-//! at most the budget and a read per side whatever its peers do. An end of stream
+//! at most the budget and a read per side whatever its peers do. With `--splice
+//! auto` (the default) a direction that carries a bulk transfer is switched to
+//! [`Io::splice_to`]: its bytes then cross through a kernel pipe, never copied to
+//! user memory. An end of stream
 //! on one side shuts the other down for writing once its output is sent
 //! (half-close), and a pair closes when both directions are done or either side
 //! fails. A backend that refuses, or does not accept within `--connect-timeout`,
