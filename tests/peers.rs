@@ -200,6 +200,8 @@ fn half_close(pairs: fn(SocketAddr) -> Pairs) {
     for side in ["accepted", "dialed"] {
         assert!(reactor.protocol().logged(&format!("{side} closed: Done")), "{:?}", reactor.protocol().log);
     }
+    let ends = reactor.protocol().log.iter().filter(|line| *line == "input ended").count();
+    assert_eq!(ends, 2, "one end of input told per connection: {:?}", reactor.protocol().log);
 }
 
 #[test]

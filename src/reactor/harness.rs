@@ -21,7 +21,7 @@ use super::{Closed, ConnId, Flow, Protocol, Verdict};
 /// callback asks of other connections (writes, wakes, shut-downs, closes) is done
 /// when it returns, as the loop does. The harness keeps no input: a call gets
 /// what the test gives it, and a [resumed](Io::resume) connection's `on_data` gets
-/// an empty input.
+/// an empty input. A method given an id the harness has no connection for panics.
 ///
 /// ```
 /// use std::time::Duration;

@@ -391,7 +391,8 @@ impl<P: Protocol> Reactor<P> {
             Phase::Closing { .. } => Next::Settle,
             Phase::Lingering if readable => drive::discard_input(conn, &mut self.core.read_buffer),
             Phase::Lingering => Next::Wait,
-            Phase::Open if conn.splicing => self.move_input(token),
+            Phase::Open if conn.splicing && readable => self.move_input(token),
+            Phase::Open if conn.splicing => Next::Wait,
             Phase::Open if readable || self.core.may_resume(conn) => self.core.read_and_answer(conn, token),
             Phase::Open => Next::Wait,
         };

@@ -115,7 +115,10 @@ impl<P: Protocol> Reactor<P> {
                     return Moved::Blocked(to);
                 }
             }
-            let Some(conn) = self.connections.get_mut(token) else { return Moved::Next(Next::Wait) };
+            let Some(conn) = self.connections.get_mut(token).filter(|conn| !conn.input_ended) else {
+                // Its end of stream was read and told: nothing more comes.
+                return Moved::Next(Next::Wait);
+            };
             match splice.pipe.fill_from(conn.fd.as_raw_fd(), PIPE_CHUNK) {
                 Ok(0) => return Moved::Next(self.core.end_input(conn, token)),
                 Ok(n) => splice.in_pipe = n,
