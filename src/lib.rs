@@ -2,9 +2,10 @@
 //! its own, and the HTTP/1.1 hello server built on it.
 //!
 //! A server on the loop is a [`Protocol`](reactor::Protocol): the loop calls it when
-//! a connection opens, when input arrives, when the connection's timer fires and
-//! when its owner wakes it; each call writes to an [`Io`](reactor::Io) and says
-//! what comes next. The loop does every `accept`, `connect`, `recv`, `send` and
+//! a connection opens, when input arrives, when the peer finishes sending, when the
+//! connection's timer fires, when it is woken and when it is gone; each call writes
+//! to an [`Io`](reactor::Io), says what comes next, and may open, write to, wake or
+//! close any other connection of the loop (a relay, a proxy). The loop does every `accept`, `connect`, `recv`, `send` and
 //! `close`, keeps an incomplete message until the rest arrives, sends all the
 //! answers of one read in one system call, references shared bytes (a large body)
 //! instead of copying them, and holds back a client that does not read.

@@ -17,7 +17,8 @@ pub enum Opening {
     /// is never added to epoll at all.
     ClientSpeaksFirst,
     /// The server (SMTP, FTP, POP3): the connection is accepted at once, so that
-    /// the server can greet it.
+    /// the server can greet it. Also for a relay, which cannot know who speaks
+    /// first in what it carries.
     ServerSpeaksFirst,
 }
 

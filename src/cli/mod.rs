@@ -95,16 +95,19 @@ pub struct ServerArgs {
 
     /// Seconds a request head may take to arrive, however slowly it trickles in,
     /// and the most a body may fall behind --min-body-rate; then the connection is
-    /// closed without an answer. 0: no limit.
+    /// closed without an answer. 0: no limit. (The loop's message_timeout: for
+    /// another protocol, a partial message.)
     #[arg(long, value_name = "SECS", default_value_t = 10)]
     pub header_timeout: u32,
 
     /// Bytes per second a request body must keep arriving at, on average (each
-    /// BYTES earn it a second, with --header-timeout of slack). 0: no minimum.
+    /// BYTES earn it a second, with --header-timeout of slack). 0: no minimum. (The
+    /// loop's min_input_rate.)
     #[arg(long, value_name = "BYTES", default_value_t = 1024)]
     pub min_body_rate: u32,
 
-    /// Seconds an idle keep-alive connection stays open. 0: no limit.
+    /// Seconds an idle keep-alive connection stays open. 0: no limit. (The loop's
+    /// idle_timeout: for another protocol, any idle connection, a relay's pair too.)
     #[arg(long, value_name = "SECS", default_value_t = 60)]
     pub keepalive_timeout: u32,
 
@@ -241,7 +244,39 @@ pub fn plan_or_exit(cpus: Option<&CpuList>, count: Option<usize>) -> Vec<usize> 
 }
 
 /// Runs `service` on the workers with `options` and prints what they report;
-/// returns the exit status.
+/// returns the exit status. For a server with flags of its own beside
+/// [`ServerArgs`] (a closure that builds the protocol is a [`Service`]):
+///
+/// ```no_run
+/// use clap::Parser; // the program's own dependency: clap 4, feature "derive"
+/// use percore::cli::{self, ServerArgs};
+/// use percore::listen::Opening;
+/// use percore::reactor::{Io, Protocol, Verdict};
+///
+/// #[derive(Parser)]
+/// struct Args {
+///     #[command(flatten)]
+///     server: ServerArgs,
+///     /// What to greet with.
+///     #[arg(long, default_value = "hello")]
+///     greeting: String,
+/// }
+///
+/// struct Greeter(String);
+/// impl Protocol for Greeter {
+///     type Conn = ();
+///     fn on_data(&mut self, _: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+///         io.write(self.0.as_bytes());
+///         Verdict::close(input.len())
+///     }
+/// }
+///
+/// fn main() -> std::process::ExitCode {
+///     let args = Args::parse();
+///     let options = args.server.options(Opening::ClientSpeaksFirst);
+///     cli::serve(&options, move || Ok(Greeter(args.greeting.clone())))
+/// }
+/// ```
 pub fn serve<S: Service>(options: &Options, service: S) -> ExitCode {
     match worker::run(options, service, |event| print::event(&event)) {
         Ok(stopped) => stopped.exit_code(),

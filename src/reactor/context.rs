@@ -153,11 +153,53 @@ impl<'a> Io<'a> {
     }
 
     /// Opens a connection to `addr` (non-blocking, `TCP_NODELAY`) and returns its id
-    /// at once. Bytes written to it meanwhile wait until it is established; then
+    /// at once; its state is created with `Default`, as an accepted one's is. Bytes
+    /// written to it meanwhile wait until it is established; then
     /// [`Protocol::on_open`](super::Protocol::on_open) is called for it. If it cannot
     /// be established (refused, unreachable, or not within the connect timeout),
     /// [`Protocol::on_close`](super::Protocol::on_close) is called for it with
-    /// [`Closed::ConnectFailed`](super::Closed::ConnectFailed) instead.
+    /// [`Closed::ConnectFailed`](super::Closed::ConnectFailed) instead, and its
+    /// state. [`close`](Io::close) and [`shutdown`](Io::shutdown) wait for it to be
+    /// established and its output sent.
+    ///
+    /// `on_open` is the same callback for accepted and opened connections: a
+    /// protocol that needs to tell them apart (or to give an opened one its
+    /// partner) remembers the ids it opened, as a relay does:
+    ///
+    /// ```
+    /// use std::collections::HashMap;
+    /// use percore::reactor::{ConnId, Flow, Io, Protocol, Verdict};
+    ///
+    /// struct Relay {
+    ///     backend: std::net::SocketAddr,
+    ///     /// Each connection opened and not yet established, with its client.
+    ///     opening: HashMap<ConnId, ConnId>,
+    /// }
+    ///
+    /// impl Protocol for Relay {
+    ///     type Conn = Option<ConnId>; // the other end
+    ///
+    ///     fn on_open(&mut self, peer: &mut Option<ConnId>, io: &mut Io<'_>) -> Flow {
+    ///         *peer = Some(match self.opening.remove(&io.id()) {
+    ///             Some(client) => client, // a backend, established
+    ///             None => {
+    ///                 // a client, accepted: its backend is opened
+    ///                 let backend = io.connect(self.backend);
+    ///                 self.opening.insert(backend, io.id());
+    ///                 backend
+    ///             }
+    ///         });
+    ///         Flow::Continue
+    ///     }
+    ///
+    ///     fn on_data(&mut self, peer: &mut Option<ConnId>, input: &[u8], io: &mut Io<'_>) -> Verdict {
+    ///         if let Some(peer) = *peer {
+    ///             io.write_to(peer, input);
+    ///         }
+    ///         Verdict::keep(input.len())
+    ///     }
+    /// }
+    /// ```
     pub fn connect(&mut self, addr: SocketAddr) -> ConnId {
         let token = self.deferred.ids.take();
         self.deferred.push(Request::Connect(token, addr));
@@ -195,7 +237,8 @@ impl<'a> Io<'a> {
     }
 
     /// Calls [`Protocol::on_wake`](super::Protocol::on_wake) for connection `id`, if
-    /// it is open.
+    /// it is open (even if not yet established). This and the calls below do nothing
+    /// for a connection that is closed.
     pub fn wake(&mut self, id: ConnId) {
         self.deferred.push(Request::Wake(id.token()));
     }

@@ -21,7 +21,9 @@ use super::{Closed, ConnId, Flow, Protocol, Verdict};
 /// callback asks of other connections (writes, wakes, shut-downs, closes) is done
 /// when it returns, as the loop does. The harness keeps no input: a call gets
 /// what the test gives it, and a [resumed](Io::resume) connection's `on_data` gets
-/// an empty input. A method given an id the harness has no connection for panics.
+/// an empty input. The harness holds no output back: a write to another connection
+/// is collected whatever its size (the loop's flow control is not modelled). A
+/// method given an id the harness has no connection for panics.
 ///
 /// ```
 /// use std::time::Duration;
