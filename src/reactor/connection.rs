@@ -85,9 +85,11 @@ pub(crate) struct Connection<S> {
     /// The peer took some of our output since the last `rearm`.
     pub(crate) output_progressed: bool,
     /// Bytes the protocol consumed since the last `rearm`.
-    pub(crate) input_consumed: usize,
+    /// (32 bits, saturating: a turn consumes at most a few reads, and a connection
+    /// fits in the 72 bytes an idle one's slot is measured at.)
+    pub(crate) input_consumed: u32,
     /// Bytes of a body received and not yet turned into more time (see `rearm`).
-    body_credit: usize,
+    body_credit: u32,
 }
 
 impl<S: Default> Connection<S> {
@@ -262,18 +264,18 @@ impl<S> Connection<S> {
 
     /// A body's `consumed` bytes arrived: its deadline moves on by a second per
     /// `min_input_rate` bytes, up to `seconds` ahead of now.
-    fn earn_body_time(&mut self, now: u32, config: &Config, consumed: usize, seconds: u32) {
+    fn earn_body_time(&mut self, now: u32, config: &Config, consumed: u32, seconds: u32) {
         if seconds == 0 {
             return;
         }
         let ceiling = now.saturating_add(seconds).saturating_add(1);
-        let Some(rate) = usize::try_from(config.min_input_rate).ok().filter(|&rate| rate > 0) else {
+        let Some(rate) = Some(config.min_input_rate).filter(|&rate| rate > 0) else {
             // No minimum rate: any progress restarts the timeout.
             self.deadline = ceiling;
             return;
         };
         self.body_credit = self.body_credit.saturating_add(consumed);
-        let earned = u32::try_from(self.body_credit / rate).unwrap_or(u32::MAX);
+        let earned = self.body_credit / rate;
         self.body_credit %= rate;
         self.deadline = self.deadline.saturating_add(earned).min(ceiling);
     }
@@ -315,6 +317,12 @@ mod tests {
         conn.send(&output(&[b'x'; 100_000])).expect("a send");
         assert!(conn.unsent() > 0, "the socket took everything; the test needs it full");
         (conn, peer)
+    }
+
+    #[test]
+    fn an_idle_connection_fits_in_72_bytes() {
+        // The slab slot of an idle connection is most of its cost (under 128 B each).
+        assert!(std::mem::size_of::<Connection<()>>() <= 72, "{}", std::mem::size_of::<Connection<()>>());
     }
 
     #[test]

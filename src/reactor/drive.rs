@@ -126,7 +126,7 @@ impl<P: Protocol> Core<P> {
         let verdict = self.protocol.on_data(&mut conn.state, input, &mut io);
         let consumed = verdict.consumed.min(input.len());
         let unconsumed = consumed < input.len();
-        conn.input_consumed += consumed;
+        conn.input_consumed = conn.input_consumed.saturating_add(u32::try_from(consumed).unwrap_or(u32::MAX));
         match verdict.then {
             Then::Read => conn.keep_input(from_pending, fresh, consumed),
             Then::Pause => {
