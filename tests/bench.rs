@@ -475,16 +475,13 @@ fn conflicting_options_are_usage_errors() {
     }
 }
 
-/// A listener that takes bench's first connection (the check that the target is
-/// there, which sends nothing) and then one more, which it hands to `serve` once the
-/// listener is closed: any connection bench opens after those is refused.
+/// A listener that takes bench's first connection, which it hands to `serve` once
+/// the listener is closed: any connection bench opens after it is refused.
 fn one_connection_then_none(serve: impl FnOnce(TcpStream) + Send + 'static) -> (SocketAddr, JoinHandle<()>) {
     let listener = TcpListener::bind("127.0.0.1:0").expect("binding a loopback listener");
     let addr = listener.local_addr().unwrap();
     let server = thread::spawn(move || {
-        let probe = listener.accept().expect("bench's first connection");
-        drop(probe);
-        let (stream, _) = listener.accept().expect("bench's second connection");
+        let (stream, _) = listener.accept().expect("bench's first connection");
         drop(listener);
         stream.set_read_timeout(Some(CANNED_READ_TIMEOUT)).unwrap();
         serve(stream);
@@ -527,6 +524,21 @@ fn connections_that_cannot_be_opened_are_connect_errors_and_the_rest_carry_the_l
     let connect = count(&report, "/errors/connect");
     assert!((1..50).contains(&connect), "{connect} of 50 connections failed: {report:#}");
     assert_eq!((count(&report, "/requests"), count(&report, "/errors/total")), (200, connect), "{report:#}");
+}
+
+#[test]
+fn the_first_connection_a_server_sees_carries_a_request() {
+    // No connection is opened only to see whether the target is there: a server
+    // that answers one connection answers the run's, and sees no empty one.
+    let (addr, server) = one_connection_then_none(|mut stream| {
+        let mut heads = Vec::new();
+        let got = read_request_heads(&mut stream, &mut heads);
+        assert!(got.is_some_and(|n| n >= 1), "the first connection sent no request: {heads:?}");
+        let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+    });
+    let report = bench_json_exiting(&[&url(addr), "-n", "1", "-c", "1", "-t", "1"], 0);
+    server.join().expect("the server thread: its connection carried a request");
+    assert_eq!(count(&report, "/requests"), 1, "{report:#}");
 }
 
 #[test]

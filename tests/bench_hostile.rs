@@ -25,6 +25,8 @@ const MAX_RSS_KIB: u64 = 64 * 1024;
 enum Attack {
     /// `Content-Length: 99999999999`, then bytes until the client goes.
     HugeLength,
+    /// `Content-Length: 99999999999`, then a byte every 100 ms.
+    HugeLengthSlowly,
     /// A chunked body whose chunks never end.
     EndlessChunks,
     /// `100 Continue` after `100 Continue`, as fast as the socket takes them.
@@ -50,6 +52,11 @@ fn attack(mut stream: TcpStream, attack: Attack) {
         Attack::HugeLength => {
             (b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999\r\n\r\n", vec![b'x'; 65536], Duration::ZERO)
         }
+        Attack::HugeLengthSlowly => (
+            b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999\r\n\r\n",
+            vec![b'x'],
+            Duration::from_millis(100),
+        ),
         Attack::EndlessChunks => {
             let chunk = [&b"4000\r\n"[..], &[b'y'; 0x4000], b"\r\n"].concat();
             (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", chunk, Duration::ZERO)
@@ -129,13 +136,15 @@ fn survives(attack: Attack, args: &[&str], kind: &str) -> Value {
 }
 
 #[test]
-fn an_endless_body_is_cut_at_the_largest_response_and_the_connection_replaced() {
+fn an_endless_body_is_refused_at_its_head_and_the_connection_replaced() {
     // A connection given up lingers (the loop's 5 s at most) before it is replaced,
     // so that a hostile server cannot make the client open connections without end.
     let report = survives(Attack::HugeLength, &["-d", "8s", "-c", "2", "--max-response-size", "1m"], "read");
-    // Each connection went past 1 MiB and was replaced: more errors than connections.
-    assert!(count(&report, "/errors/read") > 2, "{report:#}");
-    assert!(count(&report, "/bytes_read") > 2 * 1024 * 1024, "{report:#}");
+    // Each connection was refused at its head, its length past 1 MiB, and replaced:
+    // more errors than connections, and not a bound's worth read on each.
+    let errors = count(&report, "/errors/read");
+    assert!(errors > 2, "{report:#}");
+    assert!(count(&report, "/bytes_read") < errors * 1024 * 1024, "{report:#}");
 }
 
 #[test]
@@ -158,6 +167,15 @@ fn interim_responses_do_not_extend_the_deadline() {
 #[test]
 fn a_head_without_end_is_a_parse_error_at_64_kib() {
     survives(Attack::HeaderFlood, &["-d", "2s", "-c", "4"], "parse");
+}
+
+#[test]
+fn a_length_past_the_largest_response_is_refused_at_the_head() {
+    // A byte every 100 ms: read up to the bound, the response would time out after
+    // 20 s; refused at its head, it is a read error at once.
+    let args = ["-n", "1", "-c", "1", "--timeout", "20", "--max-response-size", "1m"];
+    let (report, _) = bench_against(Attack::HugeLengthSlowly, &args);
+    assert_eq!((count(&report, "/errors/read"), count(&report, "/errors/timeout")), (1, 0), "{report:#}");
 }
 
 #[test]

@@ -108,6 +108,10 @@ pub struct Load {
     /// as wrk's do (sending each at once spreads them out and makes the server wake
     /// for every one).
     pub ready: Vec<ConnId>,
+    /// Connections established so far, and why the first that failed to be did: a
+    /// target that refuses every connection is told from the run's own.
+    pub established: u64,
+    pub connect_error: Option<io::ErrorKind>,
 }
 
 impl Load {
@@ -121,6 +125,8 @@ impl Load {
             closed: 0,
             schedule: None,
             ready: Vec::new(),
+            established: 0,
+            connect_error: None,
         }
     }
 
@@ -238,7 +244,10 @@ impl Load {
             at += framed.consumed;
             self.counts.bytes_read += framed.consumed as u64;
             conn.receiving += framed.consumed as u64;
-            if conn.receiving > self.plan.max_response {
+            // A body whose length is given is refused at its head if it would take the
+            // response past the bound, rather than read up to it.
+            let announced = conn.responses.body_left().unwrap_or(0);
+            if conn.receiving.saturating_add(announced) > self.plan.max_response {
                 return Err(Lost::Read);
             }
             match framed.completed {
@@ -272,6 +281,7 @@ impl Protocol for Load {
     type Conn = LoadConn;
 
     fn on_open(&mut self, conn: &mut LoadConn, io: &mut Io<'_>) -> Flow {
+        self.established += 1;
         conn.responses = ResponseReader::new(if self.plan.head { Method::Head } else { Method::Get });
         if let Some(rate) = self.plan.rate {
             // Each connection starts a stagger after the one before, so that their
@@ -349,7 +359,10 @@ impl Protocol for Load {
         }
         let refused = |kind: io::ErrorKind| kind == io::ErrorKind::ConnectionRefused && conn.answered == 0;
         let kind = match closed {
-            Closed::ConnectFailed(_) => Some(Lost::Connect),
+            Closed::ConnectFailed(kind) => {
+                self.connect_error.get_or_insert(kind);
+                Some(Lost::Connect)
+            }
             Closed::ReadFailed(kind) | Closed::WriteFailed(kind) if refused(kind) => Some(Lost::Connect),
             Closed::ReadFailed(_) | Closed::ByPeer => Some(Lost::Read),
             Closed::WriteFailed(_) => Some(Lost::Write),

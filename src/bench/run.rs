@@ -4,7 +4,7 @@
 //! latency in an HDR histogram, which it hands to the collector once a second.
 //! The run ends at its duration, after its requests, or at the first Ctrl-C.
 
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::time::{Duration, Instant, SystemTime};
@@ -76,12 +76,11 @@ pub struct Outputs<'a> {
 }
 
 /// Runs the benchmark until it ends or `interrupted` is set. A target that cannot
-/// be resolved or refuses a first connection is an error before any load is sent.
+/// be resolved is an error before any load is sent; one that refuses every
+/// connection, once the run's own connections have all failed (no connection of
+/// its own is opened first to see: the server would see one that sends nothing).
 pub fn run(options: &BenchOptions, interrupted: &AtomicBool, outputs: Outputs<'_>) -> Result<Report, String> {
     let addr = options.target.resolve()?;
-    let probe_timeout = options.timeout.min(Duration::from_secs(5));
-    TcpStream::connect_timeout(&addr, probe_timeout)
-        .map_err(|e| format!("cannot connect to {} ({addr}): {e}", options.target.as_str()))?;
     if let Some(at) = options.start_at {
         wait_until(at, interrupted);
     }
@@ -142,6 +141,8 @@ fn wait_until(at: SystemTime, interrupted: &AtomicBool) {
 /// One thread's share of the run.
 struct Job {
     index: usize,
+    /// The target, as given, and its address.
+    url: String,
     addr: SocketAddr,
     cpu: Option<usize>,
     connections: usize,
@@ -181,7 +182,8 @@ impl Job {
             max_response: options.max_response,
         };
         let cpu = options.pin.then(|| options.cpus[index % options.cpus.len()]);
-        Job { index, addr, cpu, connections, budget, start, end, plan }
+        let url = options.target.as_str().to_string();
+        Job { index, url, addr, cpu, connections, budget, start, end, plan }
     }
 
     /// Runs the thread's loop; its last second is sent whatever ends it, so that the
@@ -233,6 +235,17 @@ impl Job {
                 ticker.second = now.saturating_duration_since(self.start).as_secs();
                 next_tick = self.start + Duration::from_secs(ticker.second + 1);
             }
+            let load = reactor.protocol();
+            if let Some(error) =
+                load.connect_error.filter(|_| load.established == 0 && reactor.stats().open == 0)
+            {
+                return Err(format!(
+                    "cannot connect to {} ({}): {}",
+                    self.url,
+                    self.addr,
+                    std::io::Error::from(error)
+                ));
+            }
             let ended = self.end.is_some_and(|end| now >= end) || interrupted.load(Ordering::Relaxed);
             if ended || reactor.protocol().finished() {
                 return Ok(());
@@ -266,8 +279,10 @@ impl Job {
     /// Opens `n` connections; one that fails at once counts as a connect error.
     fn open(&self, reactor: &mut Reactor<Load>, n: usize) {
         for _ in 0..n {
-            if reactor.connect(self.addr).is_err() {
-                reactor.protocol_mut().counts.errors.connect += 1;
+            if let Err(e) = reactor.connect(self.addr) {
+                let load = reactor.protocol_mut();
+                load.counts.errors.connect += 1;
+                load.connect_error.get_or_insert(e.kind());
             }
         }
     }

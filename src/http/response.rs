@@ -214,6 +214,16 @@ impl ResponseReader {
         Ok(Framed { consumed, completed: ended.then_some(response) })
     }
 
+    /// Bytes of the current response's body still to come, when its head gave its
+    /// length (`Content-Length`): a caller with a bound on a response's size can
+    /// refuse it at its head.
+    pub fn body_left(&self) -> Option<u64> {
+        match self.state {
+            State::Body { left: BodyLeft::Length(left), .. } => Some(left),
+            _ => None,
+        }
+    }
+
     /// The head at the start of `input`: its length and framing, `None` while it is
     /// still arriving.
     fn head(&mut self, input: &[u8], scanned: usize) -> Result<Option<(usize, Framing)>, ResponseError> {
