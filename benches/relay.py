@@ -13,6 +13,7 @@ Relays (--relays picks; each started afresh for every measurement):
   baseline        another relay binary (--baseline PATH), e.g. the previous build's
   haproxy         HAProxy (Debian's 2.6), nbthread 1, mode tcp
   haproxy-splice  the same, splicing both ways (pipes instead of copies to user memory)
+  floor           benches/floor/relay.c: one recv and one send per read, nothing else
 
 Shapes (--shapes picks):
   ka-c100  wrk -t1 -c100 -d DURATION, keep-alive, hello responses: relay CPU per request
@@ -82,6 +83,8 @@ def main():
     results, procs = [], []
     with tempfile.TemporaryDirectory(prefix='percore-relay-') as workdir:
         try:
+            if 'floor' in relays and not e2e.build_floor(workdir, 'relay'):
+                relays.remove('floor')
             body = os.path.join(workdir, 'body')
             with open(body, 'wb') as f:
                 f.truncate(BODY_SIZE)  # zeros (sparse: no disk written)
@@ -115,7 +118,7 @@ def check(args, relays, shapes):
         if shape not in SHAPES:
             sys.exit(f'unknown shape {shape}; known: {", ".join(SHAPES)}')
     for relay in relays:
-        known = list(PERCORE_FLAGS) + RELAYS[1:] + ['baseline']
+        known = list(PERCORE_FLAGS) + RELAYS[1:] + ['floor', 'baseline']
         if relay not in known:
             sys.exit(f'unknown relay {relay}; known: {", ".join(known)}')
         binary = relay_binary(relay, args)
@@ -172,6 +175,9 @@ def start_relay(relay, backend, workdir, args):
             splice = '    option splice-request\n    option splice-response' if relay == 'haproxy-splice' else ''
             f.write(HAPROXY_CONF.format(port=port, backend=backend, splice=splice))
         return start(relay, ['haproxy', '-db', '-f', conf], cpu, workdir, port)
+    if relay == 'floor':
+        port = free_port()
+        return start(relay, [os.path.join(workdir, 'floor-relay'), str(port), str(backend)], cpu, workdir, port)
     return start(relay, [relay_binary(relay, args), '--port', '0', '--workers', '1', '--cpus', str(cpu),
                          '--backend', f'127.0.0.1:{backend}'] + PERCORE_FLAGS.get(relay, []), cpu, workdir)
 
