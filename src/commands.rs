@@ -41,6 +41,27 @@ pub struct BenchArgs {
     #[arg(required = true, value_parser = args::target)]
     pub url: Option<Target>,
 
+    #[command(flatten)]
+    pub load: LoadArgs,
+
+    /// Start at this wall-clock time, RFC 3339 (2025-06-01T12:00:00Z, or with an
+    /// offset) or Unix seconds (1748779200), so runs on several machines load together.
+    #[arg(long, value_name = "TIME", value_parser = args::start_at)]
+    pub start_at: Option<SystemTime>,
+
+    /// Write the latencies as an HdrHistogram interval log (one histogram a second,
+    /// V2 compressed, microseconds), with the run's counts, for `percore bench merge`.
+    #[arg(long, value_name = "FILE")]
+    pub hdr_log: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub report: ReportArgs,
+}
+
+/// The load: connections, threads, how long, the request and its shape. A run's,
+/// and each of a comparison's.
+#[derive(Debug, Args)]
+pub struct LoadArgs {
     /// Connections open at once, over all threads.
     #[arg(short = 'c', long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=args::MAX_CONNECTIONS))]
     pub connections: u64,
@@ -108,26 +129,71 @@ pub struct BenchArgs {
     /// counts as a read error and is replaced. Suffixes k, m, g.
     #[arg(long, value_name = "BYTES", default_value = "64m", value_parser = size_within(1, u64::MAX))]
     pub max_response_size: u64,
-
-    /// Start at this wall-clock time, RFC 3339 (2025-06-01T12:00:00Z, or with an
-    /// offset) or Unix seconds (1748779200), so runs on several machines load together.
-    #[arg(long, value_name = "TIME", value_parser = args::start_at)]
-    pub start_at: Option<SystemTime>,
-
-    /// Write the latencies as an HdrHistogram interval log (one histogram a second,
-    /// V2 compressed, microseconds), with the run's counts, for `percore bench merge`.
-    #[arg(long, value_name = "FILE")]
-    pub hdr_log: Option<PathBuf>,
-
-    #[command(flatten)]
-    pub report: ReportArgs,
 }
 
+// Parsed once, as `Command` is.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
     /// One report of runs taken at once, as on several machines: the interval logs
     /// their --hdr-log wrote, counts summed and histograms added.
     Merge(MergeArgs),
+    /// Two or more servers (or one under two settings) loaded in interleaved rounds,
+    /// with each server's CPU read from /proc, and a verdict on each against the
+    /// first: the median of per-round ratios and its confidence interval.
+    Compare(CompareArgs),
+}
+
+/// `percore bench compare`: targets, how they are started and prepared, and rounds.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// A target: NAME=URL. The first named target (here or in --serve) is the
+    /// baseline the others are compared with.
+    #[arg(value_name = "NAME=URL", value_parser = args::named)]
+    pub targets: Vec<(String, String)>,
+
+    #[command(flatten)]
+    pub load: LoadArgs,
+
+    /// NAME=PID: the pid of a target's server, whose CPU (its whole process tree,
+    /// user and system, from /proc) is read over each round (repeatable).
+    #[arg(long = "pid", value_name = "NAME=PID", value_parser = args::named)]
+    pub pids: Vec<(String, String)>,
+
+    /// NAME=COMMAND: starts a target's server with `sh -c`, pinned to --server-cpus,
+    /// {port} in it replaced by a free port (its URL, unless given, is then
+    /// http://127.0.0.1:PORT/); waited for until it accepts, its CPU read, and
+    /// stopped (TERM, then KILL after 5 s) at the end (repeatable).
+    #[arg(long = "serve", value_name = "NAME=COMMAND", value_parser = args::named)]
+    pub serves: Vec<(String, String)>,
+
+    /// NAME=COMMAND: run with `sh -c` before each of the target's rounds (a sysctl
+    /// setting, a config file); a failure stops the comparison (repeatable).
+    #[arg(long = "prepare", value_name = "NAME=COMMAND", value_parser = args::named)]
+    pub prepares: Vec<(String, String)>,
+
+    /// CPUs the servers that --serve starts run on, in taskset's syntax [default: any].
+    #[arg(long, value_name = "LIST")]
+    pub server_cpus: Option<CpuList>,
+
+    /// Rounds: each loads every target once, in an order rotated from round to round.
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub rounds: u32,
+
+    /// A load of each target before its first round, not counted.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = args::run_time)]
+    pub warmup: Duration,
+
+    /// Where the first round's order starts [default: from the clock; printed].
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+
+    /// Also write the comparison as a Markdown table, with its command line, to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub report: ReportArgs,
 }
 
 #[derive(Debug, Args)]

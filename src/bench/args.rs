@@ -8,7 +8,7 @@ use clap::ValueEnum;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
-use super::report::Report;
+use super::report::{Counts, Report};
 use super::target::Target;
 use crate::commands::parse_duration;
 
@@ -31,6 +31,18 @@ const MAX_RATE: f64 = 1e9;
 
 pub fn target(text: &str) -> Result<Target, String> {
     Target::parse(text)
+}
+
+/// `NAME=VALUE` (a compared target's URL, pid, command): a name of letters,
+/// digits, `-`, `_` and `.`, and a value that is not empty.
+pub fn named(text: &str) -> Result<(String, String), String> {
+    let bad = || format!("{text:?} is not NAME=VALUE (a name of letters, digits, - _ and ., then =)");
+    let (name, value) = text.split_once('=').ok_or_else(bad)?;
+    let name_ok = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+    if !name_ok || value.is_empty() {
+        return Err(bad());
+    }
+    Ok((name.to_string(), value.to_string()))
 }
 
 /// `-d`: a duration, 1 ms to a year.
@@ -129,7 +141,12 @@ pub enum FailOn {
 impl FailOn {
     /// `Err` with what failed, when `report` fails by this rule.
     pub fn check(self, report: &Report) -> Result<(), String> {
-        let (errors, status) = (report.counts.errors.total(), report.counts.status.failed());
+        self.check_counts(&report.counts)
+    }
+
+    /// [`check`](FailOn::check) on counts alone (a comparison's, over its rounds).
+    pub fn check_counts(self, counts: &Counts) -> Result<(), String> {
+        let (errors, status) = (counts.errors.total(), counts.status.failed());
         let failed = match self {
             FailOn::Any => errors.saturating_add(status),
             FailOn::Errors => errors,
@@ -148,7 +165,7 @@ impl FailOn {
         Err(format!(
             "{} of {} requests failed (--fail-on {}): {}",
             failed,
-            report.counts.requests + errors,
+            counts.requests + errors,
             self.name(),
             what.join(", ")
         ))

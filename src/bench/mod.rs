@@ -7,6 +7,7 @@
 
 pub mod args;
 mod collect;
+mod compare;
 mod load;
 mod merge;
 mod report;
@@ -16,7 +17,7 @@ mod target;
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use signal_hook::consts::SIGINT;
 
@@ -27,16 +28,21 @@ use run::{BenchOptions, Outputs};
 pub use target::Target;
 use target::{names, RequestSpec};
 
-use crate::commands::{BenchArgs, BenchCommand, ReportArgs};
+use crate::commands::{BenchArgs, BenchCommand, LoadArgs, ReportArgs};
 
 pub fn run(args: BenchArgs) -> Result<(), String> {
-    if let Some(BenchCommand::Merge(merge)) = &args.command {
-        let report = merge::merge(&merge.logs)?;
-        return output(&report, &merge.report);
+    match &args.command {
+        Some(BenchCommand::Merge(merge)) => {
+            let report = merge::merge(&merge.logs)?;
+            return output(&report, &merge.report);
+        }
+        Some(BenchCommand::Compare(compare)) => return compare::run(compare),
+        None => {}
     }
     // First: a --body-file (a FIFO) may keep `options` waiting.
     let interrupted = on_ctrl_c().map_err(|e| format!("cannot handle Ctrl-C: {e}"))?;
-    let options = options(&args);
+    let Some(target) = args.url.clone() else { usage("a URL to load is required") };
+    let options = options(&args.load, target, args.start_at);
     let mut log = args.hdr_log.as_deref().map(LogWriter::create).transpose()?;
     let progress = std::io::stdout().is_terminal().then(|| Box::new(std::io::stdout()) as Box<dyn Write>);
     let report = run::run(&options, &interrupted, Outputs { log: log.as_mut(), progress })?;
@@ -79,10 +85,9 @@ fn output(report: &Report, args: &ReportArgs) -> Result<(), String> {
     args.fail_on.check(report)
 }
 
-/// The run the command line asks for; exits with status 2 for what clap cannot
-/// check alone.
-fn options(args: &BenchArgs) -> BenchOptions {
-    let Some(target) = args.url.clone() else { usage("a URL to load is required") };
+/// The run of `target` that the load's flags ask for; exits with status 2 for what
+/// clap cannot check alone.
+fn options(args: &LoadArgs, target: Target, start_at: Option<SystemTime>) -> BenchOptions {
     let body: Option<Arc<[u8]>> = match (&args.body, &args.body_file) {
         (Some(text), _) => Some(Arc::from(text.as_bytes())),
         (None, Some(path)) => match std::fs::read(path) {
@@ -128,7 +133,7 @@ fn options(args: &BenchArgs) -> BenchOptions {
         method,
         timeout: args.timeout,
         max_response: args.max_response_size,
-        start_at: args.start_at,
+        start_at,
     }
 }
 

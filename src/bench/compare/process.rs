@@ -1,0 +1,189 @@
+//! The servers of a comparison as processes: the CPU of a process tree read from
+//! /proc, a server started with `sh -c` and stopped at the end, a prepare command.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The kernel's clock ticks per second in /proc's CPU times (USER_HZ): 100 on every
+/// architecture Linux runs percore on.
+const TICKS_PER_SECOND: f64 = 100.0;
+/// How long a started server may take to accept a connection.
+pub const START_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a server has to stop after TERM before it is killed.
+const STOP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Seconds of CPU (user and system) that process `root` and every process below it
+/// used so far, with what their reaped children used; `None` when `root` is gone.
+pub fn tree_cpu(root: u32) -> Option<f64> {
+    let stats = all_stats();
+    let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
+    for (&pid, stat) in &stats {
+        children.entry(stat.parent).or_default().push(pid);
+    }
+    stats.get(&root)?;
+    let (mut ticks, mut todo) = (0, vec![root]);
+    while let Some(pid) = todo.pop() {
+        if let Some(stat) = stats.get(&pid) {
+            ticks += stat.ticks;
+        }
+        todo.extend(children.get(&pid).into_iter().flatten());
+    }
+    Some(ticks as f64 / TICKS_PER_SECOND)
+}
+
+/// Seconds of CPU this process used so far, all its threads, ended ones too.
+pub fn own_cpu() -> f64 {
+    let ticks = stat_of("self").map_or(0, |stat| stat.ticks);
+    ticks as f64 / TICKS_PER_SECOND
+}
+
+/// Whether process `pid` exists (and is not a zombie).
+pub fn is_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')))
+}
+
+struct Stat {
+    parent: u32,
+    /// utime + stime + cutime + cstime.
+    ticks: u64,
+}
+
+fn all_stats() -> HashMap<u32, Stat> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return HashMap::new() };
+    let pids = entries.filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok());
+    pids.filter_map(|pid| Some((pid, stat_of(&pid.to_string())?))).collect()
+}
+
+/// /proc/PID/stat's parent and CPU ticks (proc(5): fields 4, and 14 to 17).
+fn stat_of(pid: &str) -> Option<Stat> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command may hold spaces and parentheses: the fields start after the last ')'.
+    let fields: Vec<&str> = text.rsplit_once(')')?.1.split_whitespace().collect();
+    let number = |i: usize| fields.get(i)?.parse::<u64>().ok();
+    let ticks = (11..15).map(number).sum::<Option<u64>>()?;
+    Some(Stat { parent: u32::try_from(number(1)?).ok()?, ticks })
+}
+
+/// A server started for a comparison; stopped when dropped. Its output goes to a
+/// file (quoted when it fails to start), not among the report's lines.
+#[derive(Debug)]
+pub struct Server {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Server {
+    /// Starts `command` with `sh -c` (through `taskset -c CPUS` when `cpus` is
+    /// given), with `{port}` replaced by a free port; waits until `addr` (with that
+    /// port, if it had none) accepts. Its output goes to this process's stderr.
+    pub fn start(name: &str, command: &str, cpus: Option<&str>) -> Result<(Server, u16), String> {
+        let port = free_port().map_err(|e| format!("{name}: no free port to start it on: {e}"))?;
+        let script = format!("exec {}", command.replace("{port}", &port.to_string()));
+        let mut line = match cpus {
+            Some(list) => {
+                let mut taskset = Command::new("taskset");
+                taskset.args(["-c", list, "sh", "-c", &script]);
+                taskset
+            }
+            None => {
+                let mut sh = Command::new("sh");
+                sh.args(["-c", &script]);
+                sh
+            }
+        };
+        let log = std::env::temp_dir().join(format!("percore-compare-{}-{name}.log", std::process::id()));
+        let output =
+            File::create(&log).map_err(|e| format!("{name}: cannot create {}: {e}", log.display()))?;
+        let errors = output.try_clone().map_err(|e| format!("{name}: {e}"))?;
+        let child = line
+            .stdin(Stdio::null())
+            .stdout(output)
+            .stderr(errors)
+            .spawn()
+            .map_err(|e| format!("{name}: cannot start {command:?}: {e}"))?;
+        let mut server = Server { child, log };
+        server.wait_accepting(name, command, port).map_err(|e| {
+            let said = std::fs::read_to_string(&server.log).unwrap_or_default();
+            let tail: Vec<&str> = said.lines().rev().take(10).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            if tail.is_empty() {
+                e
+            } else {
+                format!("{e}; it said:\n{}", tail.join("\n"))
+            }
+        })?;
+        Ok((server, port))
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn wait_accepting(&mut self, name: &str, command: &str, port: u16) -> Result<(), String> {
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(format!("{name}: {command:?} exited ({status}) before it accepted a connection"));
+            }
+            // A connection to see it accepts; the server sees one that sends nothing.
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "{name}: {command:?} did not accept connections on port {port} within {} s",
+                    START_TIMEOUT.as_secs()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Server {
+    /// TERM, then KILL if it has not exited within 5 s; reaped either way, and its
+    /// output file removed.
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.log);
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return;
+        }
+        let _ = Command::new("kill").args(["-TERM", &self.pid().to_string()]).status();
+        let deadline = Instant::now() + STOP_TIMEOUT;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `command` with `sh -c`, its output to this process's stderr; an error says
+/// how it failed.
+pub fn prepare(name: &str, command: &str) -> Result<(), String> {
+    let status = Command::new("sh")
+        .args(["-c", command])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .status()
+        .map_err(|e| format!("{name}: cannot run the prepare command {command:?}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{name}: the prepare command {command:?} failed ({status})"))
+    }
+}
+
+/// A port no socket holds now.
+fn free_port() -> std::io::Result<u16> {
+    Ok(TcpListener::bind(("127.0.0.1", 0))?.local_addr()?.port())
+}
