@@ -171,9 +171,12 @@ fn targets(args: &CompareArgs) -> Result<(Vec<Compared>, Vec<Server>), String> {
             ),
             None => None,
         };
+        let given =
+            url.as_deref().map(|url| Target::parse(url).map_err(|e| format!("{name}: {e}"))).transpose()?;
         if let Some(command) = lookup(&args.serves, name) {
-            let (server, port) = Server::start(name, &command, cpus.as_deref())?;
-            url.get_or_insert(format!("http://127.0.0.1:{port}/"));
+            let listens = given.as_ref().map(Target::resolve).transpose()?;
+            let (server, addr) = Server::start(name, &command, cpus.as_deref(), listens)?;
+            url.get_or_insert(format!("http://{addr}/"));
             pid.get_or_insert(server.pid());
             servers.push(server);
         }

@@ -81,10 +81,12 @@ impl Verdict {
         let (side, count) = match c.direction {
             Direction::Lower => ("lower", c.below),
             Direction::Higher => ("higher", c.above),
-            Direction::Same => return format!(
+            Direction::Same => {
+                return format!(
                 "{name}: no difference in {figure} from {base} beyond the noise of {} rounds ({:.2}×, {ci})",
                 c.rounds, c.median
-            ),
+            )
+            }
         };
         format!("{name}: {:.2}× {base}'s {figure} ({ci}; {side} in {count} of {} rounds)", c.median, c.rounds)
     }

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -78,12 +79,26 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts `command` with `sh -c` (through `taskset -c CPUS` when `cpus` is
-    /// given), with `{port}` replaced by a free port; waits until `addr` (with that
-    /// port, if it had none) accepts. Its output goes to this process's stderr.
-    pub fn start(name: &str, command: &str, cpus: Option<&str>) -> Result<(Server, u16), String> {
-        let port = free_port().map_err(|e| format!("{name}: no free port to start it on: {e}"))?;
-        let script = format!("exec {}", command.replace("{port}", &port.to_string()));
+    /// Starts `command` with `sh -c` in a process group of its own (through
+    /// `taskset -c CPUS` when `cpus` is given), with `{port}` replaced by a free
+    /// port, and waits until it accepts on 127.0.0.1 at that port, or (a command
+    /// without `{port}`) at `listens`, the target's own address. The group is what
+    /// is measured and stopped: a command of several processes is whole. Returns the
+    /// server and the address it accepts on.
+    pub fn start(
+        name: &str,
+        command: &str,
+        cpus: Option<&str>,
+        listens: Option<SocketAddr>,
+    ) -> Result<(Server, SocketAddr), String> {
+        let (script, addr) = if command.contains("{port}") {
+            let port = free_port().map_err(|e| format!("{name}: no free port to start it on: {e}"))?;
+            (command.replace("{port}", &port.to_string()), SocketAddr::from(([127, 0, 0, 1], port)))
+        } else {
+            let addr =
+                listens.ok_or_else(|| format!("{name}: --serve needs {{port}} in its command, or a URL"))?;
+            (command.to_string(), addr)
+        };
         let mut line = match cpus {
             Some(list) => {
                 let mut taskset = Command::new("taskset");
@@ -101,13 +116,14 @@ impl Server {
             File::create(&log).map_err(|e| format!("{name}: cannot create {}: {e}", log.display()))?;
         let errors = output.try_clone().map_err(|e| format!("{name}: {e}"))?;
         let child = line
+            .process_group(0)
             .stdin(Stdio::null())
             .stdout(output)
             .stderr(errors)
             .spawn()
             .map_err(|e| format!("{name}: cannot start {command:?}: {e}"))?;
         let mut server = Server { child, log };
-        server.wait_accepting(name, command, port).map_err(|e| {
+        server.wait_accepting(name, command, addr).map_err(|e| {
             let said = std::fs::read_to_string(&server.log).unwrap_or_default();
             let tail: Vec<&str> = said.lines().rev().take(10).collect();
             let tail: Vec<&str> = tail.into_iter().rev().collect();
@@ -117,15 +133,14 @@ impl Server {
                 format!("{e}; it said:\n{}", tail.join("\n"))
             }
         })?;
-        Ok((server, port))
+        Ok((server, addr))
     }
 
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
 
-    fn wait_accepting(&mut self, name: &str, command: &str, port: u16) -> Result<(), String> {
-        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    fn wait_accepting(&mut self, name: &str, command: &str, addr: SocketAddr) -> Result<(), String> {
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
@@ -137,7 +152,7 @@ impl Server {
             }
             if Instant::now() >= deadline {
                 return Err(format!(
-                    "{name}: {command:?} did not accept connections on port {port} within {} s",
+                    "{name}: {command:?} did not accept connections on {addr} within {} s",
                     START_TIMEOUT.as_secs()
                 ));
             }
@@ -147,22 +162,25 @@ impl Server {
 }
 
 impl Drop for Server {
-    /// TERM, then KILL if it has not exited within 5 s; reaped either way, and its
-    /// output file removed.
+    /// TERM to its process group, then KILL if it has not exited within 5 s;
+    /// reaped either way, and its output file removed.
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.log);
-        if let Ok(Some(_)) = self.child.try_wait() {
-            return;
-        }
-        let _ = Command::new("kill").args(["-TERM", &self.pid().to_string()]).status();
+        let group = format!("-{}", self.pid());
+        let signal =
+            |name: &str| Command::new("kill").args([name, "--", &group]).stderr(Stdio::null()).status();
+        let _ = signal("-TERM");
         let deadline = Instant::now() + STOP_TIMEOUT;
         while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
+            // The group is gone once no process of it is left (kill -0 fails).
+            if !signal("-0").is_ok_and(|status| status.success()) {
+                let _ = self.child.wait();
                 return;
             }
+            let _ = self.child.try_wait();
             std::thread::sleep(Duration::from_millis(20));
         }
-        let _ = self.child.kill();
+        let _ = signal("-KILL");
         let _ = self.child.wait();
     }
 }
