@@ -42,6 +42,13 @@ generator's own (run --server percore, a faster server, to see the generators'):
     python3 benches/e2e.py loaders --rounds 5 --duration 10
     python3 benches/e2e.py loaders --shapes ka-c100 --baseline /tmp/percore-old
 
+The same servers through `percore bench compare` instead (`compare`): nginx (the
+baseline), percore and the floor started by compare itself on --server-cpu, each
+shape a comparison of its own, loaded by percore bench -t 1 on --load-cpu; prints
+each comparison's Markdown table and verdicts (the README's performance table):
+
+    python3 benches/e2e.py compare --rounds 5 --duration 5
+
 Needs taskset; wrk and ab (apache2-utils) for the loads; nginx (nginx-light) and a C
 compiler for those servers. It says what it skips and why, and never needs root.
 """
@@ -71,6 +78,8 @@ BODY_SIZE = 1024 * 1024
 def main():
     if sys.argv[1:2] == ['loaders']:
         return loaders_main(sys.argv[2:])
+    if sys.argv[1:2] == ['compare']:
+        return compare_main(sys.argv[2:])
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--rounds', type=int, default=5)
     ap.add_argument('--duration', type=int, default=5, help='seconds per load (default 5)')
@@ -364,6 +373,56 @@ def table(results, args):
 
 LOADER_SHAPES = ['ka-c100', 'pipe16-c100', 'rate']
 LOADERS = ['percore', 'wrk', 'floor']
+
+
+# What each shape asks of percore bench compare.
+COMPARE_SHAPES = {
+    'ka-c100': ['-c', '100'],
+    'ka-c1000': ['-c', '1000'],
+    'pipe16-c100': ['-c', '100', '--pipeline', '16'],
+    'close-c100': ['-c', '100', '--close'],
+}
+
+
+def compare_main(argv):
+    """`e2e.py compare`: nginx, percore and the floor through percore bench compare."""
+    ap = argparse.ArgumentParser(prog='e2e.py compare', description='the servers, through percore bench compare')
+    ap.add_argument('--rounds', type=int, default=5)
+    ap.add_argument('--duration', type=int, default=5, help='seconds per load (default 5)')
+    ap.add_argument('--shapes', default=','.join(COMPARE_SHAPES))
+    ap.add_argument('--server-cpu', type=int, default=0)
+    ap.add_argument('--load-cpu', type=int, default=1)
+    ap.add_argument('--no-build', action='store_true', help='use target/release/percore as it is')
+    args = ap.parse_args(argv)
+    if not args.no_build:
+        subprocess.run(['cargo', 'build', '--release', '--quiet'], cwd=ROOT, check=True)
+    raise_open_files()
+    with tempfile.TemporaryDirectory(prefix='percore-compare-') as workdir:
+        for shape in args.shapes.split(','):
+            if shape not in COMPARE_SHAPES:
+                sys.exit(f'unknown shape {shape}; known: {", ".join(COMPARE_SHAPES)}')
+            targets = []
+            if shutil.which('nginx'):
+                port, conf = free_port(), os.path.join(workdir, 'nginx.conf')
+                with open(conf, 'w') as f:
+                    f.write(NGINX_CONF.format(dir=workdir, port=port, sendfile='off', body='/dev/null'))
+                targets.append(('nginx', port, f'nginx -p {workdir} -c {conf}'))
+            port = free_port()
+            targets.append(('percore', port, f'{PERCORE} serve --bind 127.0.0.1 --port {port} --workers 1 '
+                                             '--keepalive-timeout 0'))
+            if build_floor(workdir):
+                close = ' close' if shape.startswith('close') else ''
+                port = free_port()
+                targets.append(('floor', port, f'{os.path.join(workdir, "floor-server")} {port} 1 nopin{close}'))
+            markdown = os.path.join(workdir, f'{shape}.md')
+            cmd = [PERCORE, 'bench', 'compare', '-t', '1', '--cpus', str(args.load_cpu), '-d', f'{args.duration}s',
+                   '--rounds', str(args.rounds), '--server-cpus', str(args.server_cpu), '--markdown', markdown,
+                   '--fail-on', 'never'] + COMPARE_SHAPES[shape]
+            for name, port, command in targets:
+                cmd += [f'{name}=http://127.0.0.1:{port}/', '--serve', f'{name}={command}']
+            subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True)
+            with open(markdown) as f:
+                print(f'### {shape}\n\n' + f.read().replace(workdir, '$WORKDIR'))
 
 
 def loaders_main(argv):
