@@ -237,6 +237,12 @@ fn load(
         return Ok(None);
     }
     let server_cpu = server_before.zip(server_after).map(|(before, after)| after - before);
+    // A tree that lost CPU lost processes: its server died and was reaped meanwhile.
+    if let (Some(pid), Some(cpu)) = (target.pid, server_cpu) {
+        if cpu < 0.0 {
+            return Err(gone(pid));
+        }
+    }
     Ok(Some((measured(&report, wall, server_cpu, client_cpu), report.counts)))
 }
 

@@ -55,10 +55,10 @@ impl Figure {
 }
 
 /// The figure a verdict leads with: server CPU per response where every round
-/// read it, else responses per second.
+/// read some, else responses per second.
 pub fn lead_figure(comparison: &Comparison) -> Figure {
-    let all = comparison.rounds.iter().flat_map(|round| &round.measured);
-    if comparison.rounds.is_empty() || all.clone().any(|m| m.server_us().is_none()) {
+    let mut all = comparison.rounds.iter().flat_map(|round| &round.measured);
+    if comparison.rounds.is_empty() || all.any(|m| m.server_us().is_none_or(|us| us <= 0.0)) {
         Figure::Rate
     } else {
         Figure::ServerCpu

@@ -18,14 +18,15 @@ pub const START_TIMEOUT: Duration = Duration::from_secs(10);
 const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Seconds of CPU (user and system) that process `root` and every process below it
-/// used so far, with what their reaped children used; `None` when `root` is gone.
+/// used so far, with what their reaped children used; `None` when `root` is gone,
+/// or dead and not yet reaped (a zombie, whose workers have left its tree).
 pub fn tree_cpu(root: u32) -> Option<f64> {
     let stats = all_stats();
     let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
     for (&pid, stat) in &stats {
         children.entry(stat.parent).or_default().push(pid);
     }
-    stats.get(&root)?;
+    stats.get(&root).filter(|stat| !stat.zombie)?;
     let (mut ticks, mut todo) = (0, vec![root]);
     while let Some(pid) = todo.pop() {
         if let Some(stat) = stats.get(&pid) {
@@ -44,11 +45,11 @@ pub fn own_cpu() -> f64 {
 
 /// Whether process `pid` exists (and is not a zombie).
 pub fn is_alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|stat| stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')))
+    stat_of(&pid.to_string()).is_some_and(|stat| !stat.zombie)
 }
 
 struct Stat {
+    zombie: bool,
     parent: u32,
     /// utime + stime + cutime + cstime.
     ticks: u64,
@@ -60,14 +61,14 @@ fn all_stats() -> HashMap<u32, Stat> {
     pids.filter_map(|pid| Some((pid, stat_of(&pid.to_string())?))).collect()
 }
 
-/// /proc/PID/stat's parent and CPU ticks (proc(5): fields 4, and 14 to 17).
+/// /proc/PID/stat's state, parent and CPU ticks (proc(5): fields 3, 4, and 14 to 17).
 fn stat_of(pid: &str) -> Option<Stat> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command may hold spaces and parentheses: the fields start after the last ')'.
     let fields: Vec<&str> = text.rsplit_once(')')?.1.split_whitespace().collect();
     let number = |i: usize| fields.get(i)?.parse::<u64>().ok();
     let ticks = (11..15).map(number).sum::<Option<u64>>()?;
-    Some(Stat { parent: u32::try_from(number(1)?).ok()?, ticks })
+    Some(Stat { zombie: fields.first() == Some(&"Z"), parent: u32::try_from(number(1)?).ok()?, ticks })
 }
 
 /// A server started for a comparison; stopped when dropped. Its output goes to a
