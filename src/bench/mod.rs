@@ -71,18 +71,21 @@ fn output(report: &Report, args: &ReportArgs) -> Result<(), String> {
     } else {
         report.to_string()
     };
-    let mut stdout = std::io::stdout().lock();
-    // A reader that stopped reading (`| head`) is no error of the run's.
-    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            return Err(format!("cannot print the report: {e}"))
-        }
-        _ => {}
-    }
+    print(&text)?;
     if let Some(path) = &args.plot {
         plot::draw(report, path)?;
     }
     args.fail_on.check(report)
+}
+
+/// Prints a report on standard output; a reader that stopped reading (`| head`) is
+/// no error of the run's.
+fn print(text: &str) -> Result<(), String> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("cannot print the report: {e}")),
+        _ => Ok(()),
+    }
 }
 
 /// The run of `target` that the load's flags ask for; exits with status 2 for what

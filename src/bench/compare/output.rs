@@ -3,7 +3,6 @@
 //! (`percore-compare/1`), a Markdown table and a plot of the rounds.
 
 use std::fmt::Write as _;
-use std::io::Write as _;
 
 use serde_json::{json, Value};
 
@@ -121,13 +120,7 @@ pub fn output(comparison: &Comparison, args: &CompareArgs) -> Result<(), String>
     } else {
         text(comparison, &verdicts)
     };
-    let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            return Err(format!("cannot print the report: {e}"))
-        }
-        _ => {}
-    }
+    super::super::print(&text)?;
     if let Some(path) = &args.markdown {
         std::fs::write(path, markdown(comparison, &verdicts))
             .map_err(|e| format!("cannot write --markdown {}: {e}", path.display()))?;
@@ -160,6 +153,18 @@ fn median_of(comparison: &Comparison, target: usize, figure: Figure) -> Option<f
         comparison.rounds.iter().filter_map(|round| figure.of(round.of(target)?)).collect();
     values.sort_by(f64::total_cmp);
     (!values.is_empty()).then(|| stats::median(&values))
+}
+
+/// A target's medians as the reports print them: responses/s, p50, p99, server
+/// CPU per response.
+fn medians(comparison: &Comparison, target: usize) -> [String; 4] {
+    let latency = |figure| median_of(comparison, target, figure).map_or("–".into(), |us| millis(us as u64));
+    [
+        format!("{:.0}", median_of(comparison, target, Figure::Rate).unwrap_or(0.0)),
+        latency(Figure::P50),
+        latency(Figure::P99),
+        micros(median_of(comparison, target, Figure::ServerCpu)),
+    ]
 }
 
 fn text(comparison: &Comparison, verdicts: &[Verdict]) -> String {
@@ -195,13 +200,10 @@ fn text(comparison: &Comparison, verdicts: &[Verdict]) -> String {
     }
     let _ = writeln!(out, "\nmedians over the rounds:");
     for (target, name) in names.iter().enumerate() {
+        let [rate, p50, p99, cpu] = medians(comparison, target);
         let _ = writeln!(
             out,
-            "  {name:<12} {:>12.0} responses/s  p50 {:>9}  p99 {:>9}  server {:>10}/response",
-            median_of(comparison, target, Figure::Rate).unwrap_or(0.0),
-            median_of(comparison, target, Figure::P50).map_or("–".into(), |us| millis(us as u64)),
-            median_of(comparison, target, Figure::P99).map_or("–".into(), |us| millis(us as u64)),
-            micros(median_of(comparison, target, Figure::ServerCpu)),
+            "  {name:<12} {rate:>12} responses/s  p50 {p50:>9}  p99 {p99:>9}  server {cpu:>10}/response"
         );
     }
     let _ = writeln!(out, "\nagainst {}:", names[0]);
@@ -235,14 +237,8 @@ fn markdown(comparison: &Comparison, verdicts: &[Verdict]) -> String {
                 c.interval.1
             )
         });
-        let _ = writeln!(
-            out,
-            "| {name} | {:.0} | {} | {} | {} | {versus} |",
-            median_of(comparison, target, Figure::Rate).unwrap_or(0.0),
-            median_of(comparison, target, Figure::P50).map_or("–".into(), |us| millis(us as u64)),
-            median_of(comparison, target, Figure::P99).map_or("–".into(), |us| millis(us as u64)),
-            micros(median_of(comparison, target, Figure::ServerCpu)),
-        );
+        let [rate, p50, p99, cpu] = medians(comparison, target);
+        let _ = writeln!(out, "| {name} | {rate} | {p50} | {p99} | {cpu} | {versus} |");
     }
     let _ = writeln!(
         out,
