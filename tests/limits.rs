@@ -8,7 +8,7 @@ mod util;
 use std::io::{self, BufReader, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -61,8 +61,17 @@ fn idle_fd_count(server: &Server, worker: u32) -> usize {
 /// Waits (bounded) for the worker's descriptor count to be back at `baseline`:
 /// every connection it had is closed, no slot leaked.
 fn assert_fds_back(worker: u32, baseline: usize, what: &str) {
-    let back = wait_until(WAIT, || fd_count(worker) <= baseline);
-    assert!(back, "{what}: worker {worker} still has {} descriptors, baseline {baseline}", fd_count(worker));
+    assert_fds_back_within(worker, baseline, WAIT, what);
+}
+
+/// Like [`assert_fds_back`], waiting at most `within`.
+fn assert_fds_back_within(worker: u32, baseline: usize, within: Duration, what: &str) {
+    let back = wait_until(within, || fd_count(worker) <= baseline);
+    assert!(
+        back,
+        "{what}: worker {worker} still has {} descriptors {within:?} on, baseline {baseline}",
+        fd_count(worker)
+    );
 }
 
 /// Sends `request` on `stream` and returns the status line of the answer.
@@ -120,31 +129,50 @@ fn is_reset(e: &io::Error) -> bool {
     matches!(e.kind(), ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted | ErrorKind::BrokenPipe)
 }
 
-/// Waits (bounded) for the server to close `stream` without sending a byte,
-/// writing one byte of `trickle` (if any is left) every 300 ms meanwhile.
-fn await_close(mut stream: &TcpStream, mut trickle: impl Iterator<Item = u8>) -> Closed {
+/// Bound on the wait for a close by a timeout of 1 s. The loop's clock counts whole
+/// seconds, so such a close comes 1 to 2 s after the timer starts; 6 s leaves room for
+/// a loaded machine, and the defaults (10 s and more) cannot meet it.
+const ONE_SECOND_TIMEOUT_CLOSES_WITHIN: Duration = Duration::from_secs(6);
+
+/// How long a connection under a timeout of 1 s is surely still open: the timer runs
+/// at least a second, so a close before this came from something else.
+const ONE_SECOND_TIMEOUT_OPEN_FOR: Duration = Duration::from_millis(300);
+
+/// Waits (bounded by `within`, counted from the call) for the server to close
+/// `stream` without sending a byte, writing one byte of `trickle` (if any is left)
+/// every 300 ms meanwhile; a close before `open_for` has passed fails.
+fn await_close(
+    mut stream: &TcpStream,
+    mut trickle: impl Iterator<Item = u8>,
+    open_for: Duration,
+    within: Duration,
+) -> Closed {
+    let start = Instant::now();
     stream.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
-    let deadline = Instant::now() + WAIT;
+    let deadline = start + within;
     let mut buf = [0u8; 1024];
-    loop {
+    let closed = loop {
         match stream.read(&mut buf) {
-            Ok(0) => return Closed::Eof,
+            Ok(0) => break Closed::Eof,
             Ok(n) => {
                 panic!("expected a close without an answer, got {:?}", String::from_utf8_lossy(&buf[..n]))
             }
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
-            Err(e) if is_reset(&e) => return Closed::Reset,
+            Err(e) if is_reset(&e) => break Closed::Reset,
             Err(e) => panic!("reading: {e}"),
         }
-        assert!(Instant::now() < deadline, "the connection was not closed within {WAIT:?}");
+        assert!(Instant::now() < deadline, "the connection was not closed within {within:?}");
         if let Some(byte) = trickle.next() {
             match stream.write_all(&[byte]) {
                 Ok(()) => {}
-                Err(e) if is_reset(&e) => return Closed::Reset,
+                Err(e) if is_reset(&e) => break Closed::Reset,
                 Err(e) => panic!("writing: {e}"),
             }
         }
-    }
+    };
+    let open = start.elapsed();
+    assert!(open >= open_for, "closed ({closed:?}) after {open:?}, before the timeout could have fired");
+    closed
 }
 
 #[test]
@@ -154,7 +182,7 @@ fn header_timeout_closes_a_trickling_client() {
     (&stream).write_all(b"GET / HTTP/1.1\r\n").unwrap();
     // A header line that never ends: the head is never complete.
     let trickle = b"X-Slow: ".iter().copied().chain(std::iter::repeat(b'a'));
-    await_close(&stream, trickle);
+    await_close(&stream, trickle, ONE_SECOND_TIMEOUT_OPEN_FOR, ONE_SECOND_TIMEOUT_CLOSES_WITHIN);
 }
 
 #[test]
@@ -162,14 +190,15 @@ fn header_timeout_closes_a_client_gone_silent_mid_head() {
     let server = Server::percore(&["--header-timeout", "1"]);
     let stream = connect(server.addr());
     (&stream).write_all(b"GET / HTTP/1.1\r\nHost: a\r\n").unwrap();
-    await_close(&stream, std::iter::empty());
+    await_close(&stream, std::iter::empty(), ONE_SECOND_TIMEOUT_OPEN_FOR, ONE_SECOND_TIMEOUT_CLOSES_WITHIN);
 }
 
 #[test]
 fn keepalive_timeout_closes_an_idle_connection() {
     let server = Server::percore(&["--keepalive-timeout", "1"]);
     let stream = served_connection(server.addr());
-    assert_eq!(await_close(&stream, std::iter::empty()), Closed::Eof);
+    // The default is 60 s, well past the bound.
+    assert_eq!(await_close(&stream, std::iter::empty(), Duration::ZERO, WAIT), Closed::Eof);
 }
 
 #[test]
@@ -193,33 +222,38 @@ fn max_conns_queues_connections_over_the_limit() {
     let (server, _) = one_worker(&["--max-conns", "100"]);
     let addr = server.addr();
     let first: Vec<TcpStream> = (0..LIMIT).map(|_| served_connection(addr)).collect();
-    // They ask to close after their answer, so each frees its slot for the next.
-    let (tx, rx) = mpsc::channel();
-    let queued: Vec<JoinHandle<()>> = (0..QUEUED)
+    // Each connected (the kernel completed it and holds it in the listener's queue)
+    // and its request sent before we look; they ask to close after their answer, so
+    // each frees its slot for the next.
+    let queued: Vec<TcpStream> = (0..QUEUED)
         .map(|i| {
-            let tx = tx.clone();
-            thread::spawn(move || {
-                let _ = tx.send((i, try_get(addr)));
-            })
+            let stream = connect(addr);
+            (&stream).write_all(GET_CLOSE).unwrap_or_else(|e| panic!("queued connection {i}: sending: {e}"));
+            stream
         })
         .collect();
-    drop(tx);
+    // A request answered on each of the first connections: the worker has turned its
+    // loop since the queued ones came, and would have taken them had it room.
     for (i, stream) in first.iter().enumerate() {
         assert_eq!(exchange(stream, GET).unwrap_or_else(|e| panic!("connection {i}: {e}")), OK);
     }
     // At the limit the worker accepts nothing more, so nothing queued is answered yet.
-    if let Ok((i, result)) = rx.try_recv() {
-        panic!("queued connection {i} got {result:?} while {LIMIT} connections were open");
+    for (i, stream) in queued.iter().enumerate() {
+        stream.set_nonblocking(true).unwrap();
+        match stream.peek(&mut [0u8; 1]) {
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+            other => panic!("queued connection {i} got {other:?} while {LIMIT} connections were open"),
+        }
+        stream.set_nonblocking(false).unwrap();
     }
     drop(first);
     let deadline = Instant::now() + WAIT;
-    for _ in 0..QUEUED {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let (i, result) = rx.recv_timeout(left).expect("every queued connection answered in time");
-        assert_eq!(result.unwrap_or_else(|e| panic!("queued connection {i}: {e}")), OK);
-    }
-    for thread in queued {
-        thread.join().expect("a queued client thread");
+    for (i, stream) in queued.iter().enumerate() {
+        // A zero timeout is refused by set_read_timeout; past the deadline, just look.
+        let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
+        stream.set_read_timeout(Some(left)).unwrap();
+        let status = read_status(&mut BufReader::with_capacity(512, stream));
+        assert_eq!(status.unwrap_or_else(|e| panic!("queued connection {i}: {e}")), OK);
     }
 }
 
@@ -385,6 +419,27 @@ fn ten_thousand_idle_connections_leak_no_slot() {
     assert_fds_back(worker, baseline, "after closing 10,000 connections");
 }
 
+/// Waits (bounded) until the worker stopped reading the requests `writer` sends on
+/// `stream`, which we do not read: either it read every request (none left in our
+/// socket's send queue nor in its receive queue), or the bytes it left unread stayed
+/// the same for 500 ms. Returns how many it left unread. The socket buffers may take
+/// all the requests, so the writer finishing proves nothing by itself.
+fn wait_until_reading_stops<T>(stream: &TcpStream, writer: &JoinHandle<T>) -> u64 {
+    let (ours, theirs) = (stream.local_addr().unwrap(), stream.peer_addr().unwrap());
+    let unread = || Some(tcp_queues(ours, theirs)?.0 + tcp_queues(theirs, ours)?.1);
+    let mut last = (None, Instant::now());
+    let stopped = wait_until(WAIT, || {
+        let now = unread();
+        if now != last.0 {
+            last = (now, Instant::now());
+        }
+        let all_read = writer.is_finished() && now == Some(0);
+        all_read || (now > Some(0) && last.1.elapsed() > Duration::from_millis(500))
+    });
+    assert!(stopped, "the worker's unread input kept changing for {WAIT:?}");
+    last.0.unwrap_or(0)
+}
+
 #[test]
 fn slow_reader_cannot_grow_the_worker() {
     const REQUESTS: usize = 100_000;
@@ -400,28 +455,12 @@ fn slow_reader_cannot_grow_the_worker() {
     stream.set_write_timeout(Some(WAIT)).unwrap();
     let written = Arc::new(AtomicUsize::new(0));
     let writer = flood(stream.try_clone().unwrap(), REQUESTS, Arc::clone(&written));
-    // Not reading until the worker stopped reading: either it read every request
-    // (none left in our socket's send queue nor in its receive queue), or the bytes
-    // it left unread stayed the same for 500 ms. The socket buffers take all 2.7 MB
-    // of requests, so the writer finishing proves nothing by itself.
-    let (ours, theirs) = (stream.local_addr().unwrap(), stream.peer_addr().unwrap());
-    let unread = || Some(tcp_queues(ours, theirs)?.0 + tcp_queues(theirs, ours)?.1);
-    let mut last = (None, Instant::now());
-    let stopped = wait_until(WAIT, || {
-        let now = unread();
-        if now != last.0 {
-            last = (now, Instant::now());
-        }
-        let all_read = writer.is_finished() && now == Some(0);
-        all_read || (now > Some(0) && last.1.elapsed() > Duration::from_millis(500))
-    });
-    assert!(stopped, "the worker's unread input kept changing for {WAIT:?}");
+    let unread = wait_until_reading_stops(&stream, &writer);
     // The worker's peak, however briefly it was there.
     let peak = vm_kib(worker, "VmHWM");
     eprintln!(
-        "worker VmHWM while not reading: {peak} KiB; {} requests written, {:?} bytes of them unread",
+        "worker VmHWM while not reading: {peak} KiB; {} requests written, {unread} bytes of them unread",
         written.load(Ordering::Relaxed),
-        last.0
     );
     assert!(peak < RSS_BOUND_KIB, "worker VmHWM reached {peak} KiB (bound {RSS_BOUND_KIB} KiB)");
     // The writer goes on as we read; every request gets its 200, in order.
@@ -447,26 +486,36 @@ fn send_timeout_drops_a_closing_connection_whose_peer_never_reads() {
 }
 
 #[test]
-fn pipelined_requests_for_a_large_body_cannot_grow_the_worker() {
-    const REQUESTS: usize = 300;
+fn pipelined_requests_for_a_copied_body_cannot_grow_the_worker() {
+    const REQUESTS: usize = 100_000;
     const RSS_BOUND_KIB: u64 = 64 * 1024;
-    // 300 requests in one write would be 300 MiB of answers if they were all
-    // produced at once.
-    let body = TempFile::with_contents(&vec![b'x'; 1024 * 1024]);
+    // A body just under the 1 KiB copy limit, so each answer holds its own copy (a
+    // larger one would be shared, held once however often it is queued): 100,000
+    // pipelined answers are about 117 MB, which a worker that went on reading while
+    // its output was over budget would hold, far over the bound.
+    let body = TempFile::with_contents(&[b'x'; 1023]);
     let (server, worker) = one_worker(&["--body-file", body.path()]);
     let stream = connect(server.addr());
-    (&stream).write_all(&GET.repeat(REQUESTS)).expect("sending");
-    let mut peak = 0;
-    wait_until(Duration::from_secs(1), || {
-        peak = peak.max(vm_kib(worker, "VmRSS"));
-        false
-    });
-    assert!(peak < RSS_BOUND_KIB, "worker VmRSS reached {peak} KiB (bound {RSS_BOUND_KIB} KiB)");
-    let mut reader = BufReader::with_capacity(1024 * 1024, &stream);
+    stream.set_write_timeout(Some(WAIT)).unwrap();
+    // All of them in one write (from a thread: it blocks until we read, if the
+    // socket buffers cannot take them all).
+    let writer = {
+        let mut stream = stream.try_clone().unwrap();
+        thread::spawn(move || stream.write_all(&GET.repeat(REQUESTS)))
+    };
+    let unread = wait_until_reading_stops(&stream, &writer);
+    let peak = vm_kib(worker, "VmHWM");
+    eprintln!(
+        "worker VmHWM with {REQUESTS} pipelined requests unanswered: {peak} KiB; {unread} bytes unread"
+    );
+    assert!(peak < RSS_BOUND_KIB, "worker VmHWM reached {peak} KiB (bound {RSS_BOUND_KIB} KiB)");
+    // Every request gets its 200 with the whole body, in order.
+    let mut client = Client::new(stream.try_clone().unwrap());
     for i in 0..REQUESTS {
-        let status = read_status(&mut reader).unwrap_or_else(|e| panic!("response {i}: {e}"));
-        assert_eq!(status, OK, "response {i}");
+        let response = client.read_response(Method::Get);
+        assert_eq!((response.status_line.as_str(), response.body.len()), (OK, 1023), "response {i}");
     }
+    writer.join().expect("the writer thread").expect("sending the requests");
 }
 
 #[test]
@@ -576,7 +625,14 @@ fn a_timeout_of_zero_turns_it_off() {
     let baseline = idle_fd_count(&control, control_worker);
     let zero = UnderEachTimeout::open(&server);
     let controls = UnderEachTimeout::open(&control);
-    assert_fds_back(control_worker, baseline, "the control server's timeouts of 1 s");
+    // Within a bound the control's defaults (10 s and more) cannot meet: its flags
+    // were heeded, and each of its three timeouts has run.
+    assert_fds_back_within(
+        control_worker,
+        baseline,
+        ONE_SECOND_TIMEOUT_CLOSES_WITHIN,
+        "the control server's timeouts of 1 s",
+    );
     drop(controls);
     zero.assert_still_served(BODY);
 }
