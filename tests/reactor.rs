@@ -2,6 +2,8 @@
 //! the contract's callbacks (a server that speaks first, timers, wakes, pauses),
 //! with the loop turned by the test itself in bounded waits.
 
+mod util;
+
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
@@ -11,6 +13,7 @@ use percore::listen::{self, ListenOptions, Opening};
 use percore::reactor::{
     Closed, Config, ConnId, DrainOptions, Flow, Io, ListenerFate, Protocol, Reactor, Verdict, Wake,
 };
+use util::tcp_queues;
 
 /// Bound on every wait for the loop or the peer.
 const WAIT: Duration = Duration::from_secs(10);
@@ -213,19 +216,75 @@ fn an_accepted_connection_can_be_woken_and_a_closed_ones_id_wakes_nothing() {
     assert_eq!(read_text(&mut second, 7), "woken\r\n", "only the wake by its own id reached it");
 }
 
+/// Sets a timer on each of its first [`STALE_TIMERS`] connections, 50 ms apart from
+/// 1 s on, and none on the others; records the ticks, and the connections whose timer
+/// fired.
+#[derive(Default)]
+struct TimesTheFirst {
+    opened: Vec<ConnId>,
+    fired: Vec<ConnId>,
+    ticks: usize,
+}
+
+const STALE_TIMERS: usize = 20;
+
+impl Protocol for TimesTheFirst {
+    type Conn = ();
+
+    fn on_open(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
+        if self.opened.len() < STALE_TIMERS {
+            io.set_timer(Duration::from_millis(1000 + 50 * self.opened.len() as u64));
+        }
+        self.opened.push(io.id());
+        Flow::Continue
+    }
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], _io: &mut Io<'_>) -> Verdict {
+        Verdict::keep(input.len())
+    }
+
+    fn on_timer(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
+        self.fired.push(io.id());
+        Flow::Continue
+    }
+
+    fn on_tick(&mut self, _now: std::time::SystemTime) {
+        self.ticks += 1;
+    }
+}
+
 #[test]
-fn a_timer_cancelled_by_close_never_fires_on_the_slots_next_connection() {
-    let (mut reactor, addr) = reactor(Recorder::default(), Opening::ServerSpeaksFirst, Config::default());
-    let first = client(addr);
-    turn_until(&mut reactor, "the first connection accepted", |r| r.protocol().opened.len() == 1);
-    let armed_at = Instant::now();
-    drop(first);
-    turn_until(&mut reactor, "the first connection closed", |r| r.stats().open == 0);
-    let _second = client(addr);
-    turn_until(&mut reactor, "the second connection accepted", |r| r.protocol().opened.len() == 2);
-    // Well past the first connection's deadline, on the loop's own clock.
-    turn_until(&mut reactor, "300 ms passed", |_| armed_at.elapsed() > Duration::from_millis(300));
-    assert_eq!(reactor.protocol().timers_fired, 0, "the closed connection's timer fired");
+fn a_timer_cancelled_by_close_never_wakes_the_loop_nor_fires_on_the_slots_next_connection() {
+    let (mut reactor, addr) =
+        reactor(TimesTheFirst::default(), Opening::ServerSpeaksFirst, Config::default());
+    let clients: Vec<TcpStream> = (0..STALE_TIMERS).map(|_| client(addr)).collect();
+    turn_until(&mut reactor, "the timed connections accepted", |r| r.protocol().opened.len() == STALE_TIMERS);
+    let armed_at = reactor.now();
+    drop(clients);
+    turn_until(&mut reactor, "the timed connections closed", |r| r.stats().open == 0);
+    // The next connection takes a freed slot, with no timer of its own.
+    let _next = client(addr);
+    turn_until(&mut reactor, "the next connection accepted", |r| {
+        r.protocol().opened.len() == STALE_TIMERS + 1
+    });
+    let next = reactor.protocol().opened[STALE_TIMERS];
+    // Past every deadline the closed connections had, the loop turned as long as
+    // nothing is due: each turn ends at a tick (the turn of a second), an event
+    // (the next connection's, just accepted) or a timer. With their timers
+    // cancelled, nothing wakes it between ticks, but a rare early look at a wall
+    // clock being slewed (at most one a tick) or a late event.
+    let (mut turns, ticks_before) = (0, reactor.protocol().ticks);
+    while reactor.now() < armed_at + Duration::from_millis(2500) {
+        reactor.turn(None).expect("a turn of the loop");
+        turns += 1;
+    }
+    let ticks = reactor.protocol().ticks - ticks_before;
+    let between_ticks = turns - ticks;
+    assert!(
+        between_ticks <= ticks + 2,
+        "{between_ticks} turns between {ticks} ticks: the loop woke for the closed connections' timers"
+    );
+    assert!(!reactor.protocol().fired.contains(&next), "a closed connection's timer fired on the next");
 }
 
 #[test]
@@ -435,6 +494,13 @@ fn a_paused_protocol_is_not_called_again_while_its_output_waits_for_the_peer() {
     turn_until(&mut reactor, "the first line answered", |r| r.protocol().calls == 1);
     // The second line's edge is served in the next turns; its answer must wait.
     stream.write_all(b"b\n").expect("the second line");
+    // It has arrived in the loop's socket (our end has it acknowledged) before the
+    // turns that would call the protocol for it.
+    let (ours, theirs) =
+        (stream.local_addr().expect("our address"), stream.peer_addr().expect("its address"));
+    let arrived =
+        util::wait_until(WAIT, || tcp_queues(ours, theirs).is_some_and(|(unacked, _)| unacked == 0));
+    assert!(arrived, "the second line was not taken by the loop's socket within {WAIT:?}");
     for _ in 0..3 {
         reactor.turn(Some(Duration::from_millis(50))).expect("a turn of the loop");
     }
