@@ -101,6 +101,58 @@ fn a_binary_upgrade_under_load_loses_no_request_and_the_old_master_exits() {
     assert_eq!(client.get("/").status_line, OK);
 }
 
+/// Puts `from` at `to` as a rename does (a running program's file cannot be written
+/// over, but it can be replaced), executable.
+fn replace_program(from: &Path, to: &Path) {
+    let staged = to.with_extension("staged");
+    std::fs::copy(from, &staged).expect("staging the program");
+    std::fs::rename(&staged, to).expect("replacing the program");
+}
+
+#[test]
+fn a_new_binary_that_hangs_is_killed_and_a_later_upgrade_succeeds() {
+    // The server runs from a copy of percore that the test replaces on disk.
+    let dir = std::env::temp_dir().join(format!("percore-upgrade-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a directory for the program");
+    let program = dir.join("percore");
+    replace_program(&percore_bin(), &program);
+    let mut server =
+        Server::start(&program, &["serve", "--bind", "127.0.0.1", "--port", "0", "--workers", "1"]);
+    // A new binary that never says it is ready.
+    let hang = dir.join("hang.sh");
+    std::fs::write(&hang, "#!/bin/sh\nexec sleep 600\n").expect("writing the hanging program");
+    std::fs::set_permissions(&hang, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    replace_program(&hang, &program);
+    signal(server.pid(), "USR2");
+    let stderr = server.wait_for_stderr(WAIT, "the new master", |s| new_master(s).is_some());
+    let hung = new_master(&stderr).expect("checked");
+    let _hung = KillOnDrop(hung);
+    // A second USR2 meanwhile is said to be ignored, and the old master serves on.
+    signal(server.pid(), "USR2");
+    server.wait_for_stderr(WAIT, "the second USR2 refused", |s| s.contains("an upgrade is under way"));
+    assert_eq!(server.client().get("/").status_line, OK);
+    // Within 30 s and a margin for a loaded machine, the hung one is killed.
+    let said = |s: &str| s.contains(&format!("the new master (pid {hung}) did not say it was ready"));
+    server.wait_for_stderr(Duration::from_secs(30) + WAIT, "the hung master given up", said);
+    let gone = wait_until(WAIT, || !is_running(hung));
+    assert!(gone, "the hung new master {hung} still runs");
+    assert_eq!(server.client().get("/").status_line, OK);
+    // A good binary now upgrades: the old master exits 0, the new one serves.
+    replace_program(&percore_bin(), &program);
+    signal(server.pid(), "USR2");
+    let upgraded = |s: &str| s.lines().filter(|line| line.contains("upgrading: new master pid")).count() == 2;
+    let stderr = server.wait_for_stderr(WAIT, "the second new master", upgraded);
+    let second = stderr
+        .lines()
+        .filter_map(|line| line.strip_prefix("percore: upgrading: new master pid "))
+        .next_back();
+    let _new = KillOnDrop(second.and_then(|pid| pid.parse().ok()).expect("its pid"));
+    let status = server.wait_exit(WAIT);
+    assert_eq!(status.code(), Some(0), "the old master after the upgrade:\n{}", server.stderr());
+    assert_eq!(util::Client::connect(server.addr()).get("/").status_line, OK);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Stops `worker` (SIGSTOP), queues `count` connections with a GET each on its
 /// listener, then stops the server (SIGTERM to the master) and lets the worker go on:
 /// it finds the queue and the stop together.

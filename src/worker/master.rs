@@ -167,6 +167,7 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
             if events.iter().any(|event| event.token() == UPGRADE_READY) {
                 self.on_upgrade_ready();
             }
+            self.give_up_upgrade_if_late();
             if let Role::Worker(index) = self.restart_due() {
                 self.become_worker(index);
             }
@@ -333,7 +334,15 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
     /// SIGUSR2: executes the program on disk with the listeners; once it says it
     /// is ready, this master retires its workers and exits.
     fn upgrade(&mut self) {
-        if self.phase != Phase::Serving || self.upgrade.is_some() {
+        if let Some(pending) = &self.upgrade {
+            let why = format!(
+                "an upgrade is under way (new master pid {}, given up {} s after it started): this SIGUSR2 is ignored",
+                pending.pid,
+                upgrade::READY_TIMEOUT.as_secs()
+            );
+            return (self.report)(Event::UpgradeFailed(std::io::Error::other(why)));
+        }
+        if self.phase != Phase::Serving {
             return;
         }
         let Some(listeners) = self.listeners.as_ref() else { return };
@@ -350,6 +359,23 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
             }
             Err(error) => (self.report)(Event::UpgradeFailed(error)),
         }
+    }
+
+    /// A new master that has not said it is ready by its deadline is killed (and
+    /// reaped on its SIGCHLD), and the upgrade said to have failed: this master goes
+    /// on, and a later SIGUSR2 starts another.
+    fn give_up_upgrade_if_late(&mut self) {
+        let Some(pending) = self.upgrade.take_if(|pending| pending.deadline <= Instant::now()) else {
+            return;
+        };
+        let _ = self.epoll.delete(pending.ready.as_raw_fd());
+        let _ = sys::kill(pending.pid, libc::SIGKILL);
+        let why = format!(
+            "the new master (pid {}) did not say it was ready within {} s: killed",
+            pending.pid,
+            upgrade::READY_TIMEOUT.as_secs()
+        );
+        (self.report)(Event::UpgradeFailed(std::io::Error::other(why)));
     }
 
     /// The new master said it is ready, or closed its end without a word (it died).
@@ -412,7 +438,8 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
             Phase::Stopping { kill_at } => Some(kill_at),
             _ => None,
         };
-        let next = restarts.chain(kill).chain(self.live.next()).min();
+        let upgrade = self.upgrade.as_ref().map(|pending| pending.deadline);
+        let next = restarts.chain(kill).chain(upgrade).chain(self.live.next()).min();
         next.map(|at| at.saturating_duration_since(Instant::now()))
     }
 }

@@ -7,16 +7,23 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use super::listeners::Listeners;
 use super::Event;
 use crate::sys::{self, Forked};
 
-/// An upgrade under way: the new master, and the end of the pipe it says ready on.
+/// How long a new master may take to say it is ready: then it is killed, and this
+/// master goes on (a new binary that hangs must not wedge every later upgrade).
+pub(crate) const READY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// An upgrade under way: the new master, the end of the pipe it says ready on, and
+/// when it is given up.
 #[derive(Debug)]
 pub(crate) struct Pending {
     pub(crate) pid: libc::pid_t,
     pub(crate) ready: File,
+    pub(crate) deadline: Instant,
 }
 
 /// Forks and, in the child, executes this program (as it is on disk now) with the
@@ -33,7 +40,9 @@ pub(crate) fn start(listeners: &Listeners, report: &impl Fn(Event<'_>)) -> io::R
             report(Event::UpgradeFailed(error));
             std::process::exit(127)
         }
-        Forked::Parent(pid) => Ok(Pending { pid, ready: File::from(read) }),
+        Forked::Parent(pid) => {
+            Ok(Pending { pid, ready: File::from(read), deadline: Instant::now() + READY_TIMEOUT })
+        }
     }
 }
 
