@@ -4,8 +4,10 @@
 //! output is over the budget, half-close, and the per-connection idle and drain
 //! policies. The loop is turned by the test itself, in bounded waits.
 
+mod util;
+
 use std::io::{ErrorKind, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,6 +17,7 @@ use percore::reactor::{
     Closed, Config, ConnId, DrainOptions, DrainPolicy, Flow, IdleTimeout, Io, ListenerFate, Protocol,
     Reactor, Verdict,
 };
+use util::connect;
 
 /// Bound on every wait for the loop or the peer.
 const WAIT: Duration = Duration::from_secs(10);
@@ -45,12 +48,6 @@ fn turn_for<P: Protocol>(reactor: &mut Reactor<P>, span: Duration) {
     while Instant::now() < until {
         reactor.turn(Some(Duration::from_millis(10))).expect("a turn of the loop");
     }
-}
-
-fn client(addr: SocketAddr) -> TcpStream {
-    let stream = TcpStream::connect_timeout(&addr, WAIT).expect("connecting");
-    stream.set_read_timeout(Some(WAIT)).expect("a read timeout");
-    stream
 }
 
 /// A pair per accepted connection: each one opens a connection to `target` and
@@ -146,7 +143,7 @@ fn a_callback_opens_a_connection_whose_id_it_has_at_once_and_hears_when_it_is_es
     let backend = TcpListener::bind("127.0.0.1:0").expect("a backend");
     let (mut reactor, addr) =
         reactor(Pairs::new(backend.local_addr().expect("its address")), Config::default());
-    let _client = client(addr);
+    let _client = connect(addr);
     turn_until(&mut reactor, "the dialed connection established", |r| r.protocol().logged("established"));
     // Woken (by id, in the turn that opened it) before it was established.
     assert_eq!(reactor.protocol().log[..2], ["woken", "established"]);
@@ -163,7 +160,7 @@ fn a_refused_connection_is_closed_with_its_error_and_never_opened() {
     let target = refusing.local_addr().expect("its address");
     drop(refusing);
     let (mut reactor, addr) = reactor(Pairs::new(target), Config::default());
-    let _client = client(addr);
+    let _client = connect(addr);
     let refused = format!("dialed closed: {:?}", Closed::ConnectFailed(ErrorKind::ConnectionRefused));
     turn_until(&mut reactor, "the refusal", |r| r.protocol().logged(&refused));
     assert!(!reactor.protocol().logged("established"), "{:?}", reactor.protocol().log);
@@ -178,7 +175,7 @@ fn an_end_of_input_leaves_the_connection_open_for_writing_until_it_is_shut_down_
 fn half_close(pairs: fn(SocketAddr) -> Pairs) {
     let backend = TcpListener::bind("127.0.0.1:0").expect("a backend");
     let (mut reactor, addr) = reactor(pairs(backend.local_addr().expect("its address")), Config::default());
-    let mut client = client(addr);
+    let mut client = connect(addr);
     client.write_all(b"request").expect("sending");
     client.shutdown(Shutdown::Write).expect("half-closing");
     turn_until(&mut reactor, "the end of the client's input", |r| r.protocol().logged("input ended"));
@@ -217,7 +214,7 @@ fn a_spliced_connection_stops_reading_while_its_peer_cannot_take_the_pipe_and_go
 fn held_back(pairs: fn(SocketAddr) -> Pairs) {
     let backend = TcpListener::bind("127.0.0.1:0").expect("a backend");
     let (mut reactor, addr) = reactor(pairs(backend.local_addr().expect("its address")), Config::default());
-    let mut client = client(addr);
+    let mut client = connect(addr);
     client.set_write_timeout(Some(WAIT)).expect("a write timeout");
     turn_until(&mut reactor, "the dialed connection established", |r| r.protocol().logged("established"));
     let (mut accepted, _) = backend.accept().expect("the loop's connection");
@@ -284,7 +281,7 @@ fn open_after<F: FnOnce(&mut Reactor<Policies>)>(
     then: F,
 ) -> bool {
     let (mut reactor, addr) = reactor(policies, config);
-    let mut client = client(addr);
+    let mut client = connect(addr);
     turn_until(&mut reactor, "the connection accepted", |r| r.stats().open == 1);
     then(&mut reactor);
     turn_for(&mut reactor, span);

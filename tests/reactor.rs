@@ -13,7 +13,7 @@ use percore::listen::{self, ListenOptions, Opening};
 use percore::reactor::{
     Closed, Config, ConnId, DrainOptions, Flow, Io, ListenerFate, Protocol, Reactor, Verdict, Wake,
 };
-use util::tcp_queues;
+use util::{connect, read_text, tcp_queues};
 
 /// Bound on every wait for the loop or the peer.
 const WAIT: Duration = Duration::from_secs(10);
@@ -35,19 +35,6 @@ fn turn_until<P: Protocol>(reactor: &mut Reactor<P>, what: &str, mut done: impl 
     }
 }
 
-fn client(addr: SocketAddr) -> TcpStream {
-    let stream = TcpStream::connect_timeout(&addr, WAIT).expect("connecting");
-    stream.set_read_timeout(Some(WAIT)).expect("a read timeout");
-    stream
-}
-
-/// Reads exactly `len` bytes, as text.
-fn read_text(stream: &mut TcpStream, len: usize) -> String {
-    let mut buf = vec![0; len];
-    stream.read_exact(&mut buf).unwrap_or_else(|e| panic!("reading {len} bytes: {e}"));
-    String::from_utf8_lossy(&buf).into_owned()
-}
-
 /// Waits for a terminator that never comes: consumes nothing, answers nothing.
 struct NeverConsumes;
 
@@ -66,7 +53,7 @@ fn pending_input_beyond_the_limit_closes_the_connection() {
     // The loop runs until the test process exits.
     std::thread::spawn(move || reactor.run());
 
-    let mut client = client(addr);
+    let mut client = connect(addr);
     client.write_all(&[b'x'; 1000]).expect("sending under the limit");
     // Under the limit the connection stays open: nothing to read, no end of stream.
     client.set_read_timeout(Some(Duration::from_millis(300))).expect("a short read timeout");
@@ -126,7 +113,7 @@ impl Protocol for Recorder {
 #[test]
 fn a_server_greets_a_connection_that_has_sent_nothing() {
     let (mut reactor, addr) = reactor(Recorder::default(), Opening::ServerSpeaksFirst, Config::default());
-    let mut first = client(addr);
+    let mut first = connect(addr);
     turn_until(&mut reactor, "the connection accepted", |r| r.protocol().opened.len() == 1);
     assert_eq!(read_text(&mut first, 11), "220 ready\r\n");
 }
@@ -135,7 +122,7 @@ fn a_server_greets_a_connection_that_has_sent_nothing() {
 fn the_loops_time_is_what_its_callbacks_saw_and_moves_on_with_each_turn() {
     let (mut reactor, addr) = reactor(Recorder::default(), Opening::ServerSpeaksFirst, Config::default());
     let before = Instant::now();
-    let _first = client(addr);
+    let _first = connect(addr);
     turn_until(&mut reactor, "the connection accepted", |r| r.protocol().opened.len() == 1);
     let seen = reactor.protocol().opened_at[0];
     assert!(seen >= before, "the loop looked at the clock after the connection came");
@@ -147,8 +134,8 @@ fn the_loops_time_is_what_its_callbacks_saw_and_moves_on_with_each_turn() {
 #[test]
 fn stats_count_the_connections_accepted_and_open() {
     let (mut reactor, addr) = reactor(Recorder::default(), Opening::ServerSpeaksFirst, Config::default());
-    let mut first = client(addr);
-    let _second = client(addr);
+    let mut first = connect(addr);
+    let _second = connect(addr);
     turn_until(&mut reactor, "two connections accepted", |r| r.protocol().opened.len() == 2);
     assert_eq!((reactor.stats().accepted, reactor.stats().open), (2, 2));
     // Read before closing: a close with the greeting unread would be a reset.
@@ -158,7 +145,7 @@ fn stats_count_the_connections_accepted_and_open() {
     assert_eq!((reactor.stats().accepted, reactor.stats().errors), (2, 0), "a close is no error");
     // A reset (close with unread bytes and a zero linger) fails the server's next
     // socket call: an error, counted once.
-    let reset = client(addr);
+    let reset = connect(addr);
     turn_until(&mut reactor, "the third connection accepted", |r| r.stats().open == 2);
     socket2::SockRef::from(&reset).set_linger(Some(Duration::ZERO)).expect("a zero linger");
     drop(reset);
@@ -196,7 +183,7 @@ fn a_watched_descriptor_ends_the_turn_with_a_control_wake() {
 #[test]
 fn an_accepted_connection_can_be_woken_and_a_closed_ones_id_wakes_nothing() {
     let (mut reactor, addr) = reactor(Recorder::default(), Opening::ServerSpeaksFirst, Config::default());
-    let mut first = client(addr);
+    let mut first = connect(addr);
     turn_until(&mut reactor, "the first connection accepted", |r| r.protocol().opened.len() == 1);
     assert_eq!(read_text(&mut first, 11), "220 ready\r\n");
     let first_id = reactor.protocol().opened[0];
@@ -206,7 +193,7 @@ fn an_accepted_connection_can_be_woken_and_a_closed_ones_id_wakes_nothing() {
     drop(first);
     turn_until(&mut reactor, "the first connection closed", |r| r.stats().open == 0);
     // The next connection takes the freed slot; the old id must not name it.
-    let mut second = client(addr);
+    let mut second = connect(addr);
     turn_until(&mut reactor, "the second connection accepted", |r| r.protocol().opened.len() == 2);
     assert_eq!(read_text(&mut second, 11), "220 ready\r\n");
     assert!(!reactor.wake(first_id), "a closed connection's id wakes nothing");
@@ -257,13 +244,13 @@ impl Protocol for TimesTheFirst {
 fn a_timer_cancelled_by_close_never_wakes_the_loop_nor_fires_on_the_slots_next_connection() {
     let (mut reactor, addr) =
         reactor(TimesTheFirst::default(), Opening::ServerSpeaksFirst, Config::default());
-    let clients: Vec<TcpStream> = (0..STALE_TIMERS).map(|_| client(addr)).collect();
+    let clients: Vec<TcpStream> = (0..STALE_TIMERS).map(|_| connect(addr)).collect();
     turn_until(&mut reactor, "the timed connections accepted", |r| r.protocol().opened.len() == STALE_TIMERS);
     let armed_at = reactor.now();
     drop(clients);
     turn_until(&mut reactor, "the timed connections closed", |r| r.stats().open == 0);
     // The next connection takes a freed slot, with no timer of its own.
-    let _next = client(addr);
+    let _next = connect(addr);
     turn_until(&mut reactor, "the next connection accepted", |r| {
         r.protocol().opened.len() == STALE_TIMERS + 1
     });
@@ -290,7 +277,7 @@ fn a_timer_cancelled_by_close_never_wakes_the_loop_nor_fires_on_the_slots_next_c
 #[test]
 fn a_timer_fires_on_an_open_connection() {
     let (mut reactor, addr) = reactor(Recorder::default(), Opening::ServerSpeaksFirst, Config::default());
-    let mut first = client(addr);
+    let mut first = connect(addr);
     turn_until(&mut reactor, "the timer fired", |r| r.protocol().timers_fired == 1);
     assert_eq!(read_text(&mut first, 18), "220 ready\r\ntimer\r\n");
 }
@@ -329,7 +316,7 @@ fn a_connection_with_its_own_timer_is_under_no_idle_timeout_of_the_loop() {
     let config = Config { idle_timeout: 1, ..Config::default() };
     // Server first: no TCP_DEFER_ACCEPT holding back connections that send nothing.
     let (mut reactor, addr) = reactor(TimesEveryOther::default(), Opening::ServerSpeaksFirst, config);
-    let (_untimed, _timed) = (client(addr), client(addr));
+    let (_untimed, _timed) = (connect(addr), connect(addr));
     turn_until(&mut reactor, "both connections opened", |r| r.protocol().opened == 2);
     // The loop's clock counts whole seconds: the idle one closes within 3 s ...
     turn_until(&mut reactor, "the idle connection closed", |r| !r.protocol().closed.is_empty());
@@ -374,7 +361,7 @@ impl Protocol for OneLineAtATime {
 fn paused_lines_all_answered(protocol: OneLineAtATime, lines: usize, prefix: &str) {
     let (mut reactor, addr) = reactor(protocol, Opening::ClientSpeaksFirst, Config::default());
     std::thread::spawn(move || reactor.run());
-    let mut client = client(addr);
+    let mut client = connect(addr);
     let text: String = (0..lines).map(|i| format!("{i:04}\n")).collect();
     client.write_all(text.as_bytes()).expect("sending the lines");
     let expected: String = (0..lines).map(|i| format!("{prefix}{i:04}\n")).collect();
@@ -581,7 +568,7 @@ impl Protocol for Dismisses {
 fn dismissed(consume: bool, input: &[u8]) -> (Reactor<Dismisses>, TcpStream) {
     let protocol = Dismisses { consume, fired: false };
     let (mut reactor, addr) = reactor(protocol, Opening::ClientSpeaksFirst, Config::default());
-    let mut stream = client(addr);
+    let mut stream = connect(addr);
     stream.write_all(input).expect("the input");
     turn_until(&mut reactor, "the timer's close", |r| r.protocol().fired);
     let mut goodbye = Vec::new();
@@ -629,9 +616,9 @@ fn a_pipelining_client_cannot_starve_another() {
     let (mut reactor, addr) = reactor(LinesInOrder::default(), Opening::ClientSpeaksFirst, Config::default());
     // Both connections have all their input in before the loop first turns: the
     // first 10,000 lines, the second one.
-    let mut greedy = client(addr);
+    let mut greedy = connect(addr);
     greedy.write_all(&b"a\n".repeat(LINES)).expect("the greedy client's lines");
-    let mut other = client(addr);
+    let mut other = connect(addr);
     other.write_all(b"b\n").expect("the other client's line");
     turn_until(&mut reactor, "both connections accepted", |r| r.stats().accepted == 2);
     turn_until(&mut reactor, "the other client's line handled", |r| r.protocol().handled.len() > LINES);
@@ -669,7 +656,7 @@ impl Protocol for Lines {
 #[test]
 fn in_a_stop_a_connection_that_turns_idle_after_the_grace_is_closed_at_once() {
     let (mut reactor, addr) = reactor(Lines::default(), Opening::ClientSpeaksFirst, Config::default());
-    let mut stream = client(addr);
+    let mut stream = connect(addr);
     stream.write_all(b"par").expect("a partial line");
     turn_until(&mut reactor, "the partial line received", |r| r.protocol().partial == 3);
     assert!(!reactor.is_draining());
@@ -694,11 +681,11 @@ fn in_a_stop_a_connection_that_turns_idle_after_the_grace_is_closed_at_once() {
 fn in_a_stop_at_the_limit_the_listener_closes_once_its_queue_is_accepted() {
     let config = Config { max_connections: 3, ..Config::default() };
     let (mut reactor, addr) = reactor(NeverConsumes, Opening::ServerSpeaksFirst, config);
-    let open = [client(addr), client(addr), client(addr)];
+    let open = [connect(addr), connect(addr), connect(addr)];
     turn_until(&mut reactor, "three connections, the limit", |r| r.stats().open == 3);
     // A fourth waits in the listener's queue, and keeps the listener open when the
     // stop begins at the limit.
-    let _queued = client(addr);
+    let _queued = connect(addr);
     reactor.turn(Some(Duration::from_millis(10))).expect("a turn at the limit");
     let options = DrainOptions {
         listener: ListenerFate::CloseAfterQueue,
@@ -709,7 +696,7 @@ fn in_a_stop_at_the_limit_the_listener_closes_once_its_queue_is_accepted() {
     // Room for the queue, and one more connection in it: both are accepted, served
     // like the others, and then the listener is closed.
     drop(open);
-    let _last = client(addr);
+    let _last = connect(addr);
     turn_until(&mut reactor, "the queue accepted", |r| r.stats().accepted == 5);
     let refused = TcpStream::connect_timeout(&addr, WAIT).expect_err("a connection after the queue");
     assert_eq!(refused.kind(), ErrorKind::ConnectionRefused);
@@ -719,10 +706,10 @@ fn in_a_stop_at_the_limit_the_listener_closes_once_its_queue_is_accepted() {
 fn a_connection_queued_at_the_limit_is_accepted_once_one_closes() {
     let config = Config { max_connections: 1, ..Config::default() };
     let (mut reactor, addr) = reactor(NeverConsumes, Opening::ServerSpeaksFirst, config);
-    let first = client(addr);
+    let first = connect(addr);
     turn_until(&mut reactor, "the first connection, the limit", |r| r.stats().open == 1);
     // Queued: its edge comes and goes while the loop is at the limit.
-    let _queued = client(addr);
+    let _queued = connect(addr);
     reactor.turn(Some(Duration::from_millis(50))).expect("a turn at the limit");
     assert_eq!(reactor.stats().accepted, 1, "nothing accepted over the limit");
     // No new edge comes: the loop itself looks at the queue again once a slot frees.

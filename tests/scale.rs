@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use percore::listen::{self, ListenOptions, Opening};
 use percore::reactor::{Closed, Config, ConnId, Flow, Io, Protocol, Reactor, Verdict, Wake};
-use util::tcp_queues;
+use util::{connect, read_text, tcp_queues};
 
 /// Bound on every wait for the loop or the peer.
 const WAIT: Duration = Duration::from_secs(10);
@@ -46,19 +46,6 @@ fn turn_until<P: Protocol>(reactor: &mut Reactor<P>, what: &str, mut done: impl 
         assert!(Instant::now() < deadline, "{what}: not within {WAIT:?}");
         assert_eq!(reactor.turn(Some(Duration::from_millis(10))).expect("a turn of the loop"), None);
     }
-}
-
-fn client(addr: SocketAddr) -> TcpStream {
-    let stream = TcpStream::connect_timeout(&addr, WAIT).expect("connecting");
-    stream.set_read_timeout(Some(WAIT)).expect("a read timeout");
-    stream
-}
-
-/// Reads exactly `len` bytes, as text.
-fn read_text(stream: &mut TcpStream, len: usize) -> String {
-    let mut buf = vec![0; len];
-    stream.read_exact(&mut buf).unwrap_or_else(|e| panic!("reading {len} bytes: {e}"));
-    String::from_utf8_lossy(&buf).into_owned()
 }
 
 /// Descriptors this process has open.
@@ -143,7 +130,7 @@ fn connections_are_woken_from_another_thread_and_a_closed_ones_id_wakes_nothing(
     let _serial = one_at_a_time();
     let (mut reactor, addr) = reactor(Pings::default());
     let (send, mut ring, mut doorbell) = doorbell(&mut reactor);
-    let mut clients: Vec<TcpStream> = (0..3).map(|_| client(addr)).collect();
+    let mut clients: Vec<TcpStream> = (0..3).map(|_| connect(addr)).collect();
     turn_until(&mut reactor, "three connections opened", |r| r.protocol().opened.len() == 3);
     let ids = reactor.protocol().opened.clone();
     // The third closes; its id outlives it on the other thread.
@@ -193,7 +180,7 @@ fn requests_that_come_with_a_control_wake_are_answered_in_the_next_turn() {
     let _serial = one_at_a_time();
     let (mut reactor, addr) = reactor(Pings::default());
     let (send, mut ring, mut doorbell) = doorbell(&mut reactor);
-    let mut clients: Vec<TcpStream> = (0..2).map(|_| client(addr)).collect();
+    let mut clients: Vec<TcpStream> = (0..2).map(|_| connect(addr)).collect();
     turn_until(&mut reactor, "two connections opened", |r| r.protocol().opened.len() == 2);
     // Whatever the accepts left to report is reported now, so that the next wait
     // finds the requests and the ring together.
@@ -363,7 +350,7 @@ fn a_timer_on_each_of_thousands_of_connections_fires_once_unless_closed_first() 
     let mut clients: Vec<Option<TcpStream>> = Vec::with_capacity(connections);
     while clients.len() < connections {
         let batch: Vec<TcpStream> =
-            (0..OPEN_BATCH.min(connections - clients.len())).map(|_| client(addr)).collect();
+            (0..OPEN_BATCH.min(connections - clients.len())).map(|_| connect(addr)).collect();
         let total = clients.len() + batch.len();
         turn_until(&mut reactor, "a batch opened", |r| r.protocol().deadlines.len() == total);
         clients.resize_with(total, || None);

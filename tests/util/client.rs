@@ -15,6 +15,13 @@ pub fn connect(addr: SocketAddr) -> TcpStream {
     stream
 }
 
+/// Reads exactly `len` bytes, as text.
+pub fn read_text(stream: &mut TcpStream, len: usize) -> String {
+    let mut buf = vec![0; len];
+    stream.read_exact(&mut buf).unwrap_or_else(|e| panic!("reading {len} bytes: {e}"));
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
 /// One parsed response. `head` keeps the exact bytes of the status line,
 /// header lines and blank line, for byte-for-byte comparisons.
 #[derive(Debug, Clone)]

@@ -31,7 +31,7 @@ mod server;
 // import inside a helper module still warns.
 #[allow(unused_imports)]
 pub use self::{
-    client::{connect, date_of, read_status, read_to_eof, request, Client, Method, Response},
+    client::{connect, date_of, read_status, read_text, read_to_eof, request, Client, Method, Response},
     feed::serve_in_reads,
     process::{
         run_capturing, run_capturing_within, run_expecting_exit, run_expecting_exit_with_env,
