@@ -1,5 +1,6 @@
 //! [`Io`]: what a protocol's callback may do on its connection.
 
+use std::fs::File;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -104,6 +105,21 @@ impl<'a> Io<'a> {
     /// answer repeats.
     pub fn write_shared(&mut self, bytes: &Arc<[u8]>) {
         self.output.write_shared(bytes);
+    }
+
+    /// References `len` bytes of `file` from byte `offset` on, sent with sendfile(2):
+    /// they go from the page cache to the socket without passing through user
+    /// memory, and count in the output like any other bytes (see
+    /// [`is_full`](Io::is_full)). `file` may be owned (a `File`, closed once its range
+    /// is sent or the connection is gone) or shared (an `Arc<File>`, such as a body
+    /// every answer repeats, made with [`sealed_file`](super::sealed_file)).
+    ///
+    /// The bytes sent are those the file holds when the socket takes them: a file
+    /// changed while it is sent may go out part old, part new, unless it is sealed.
+    /// A file that ends before the range does closes the connection there, as the
+    /// answer cannot be completed.
+    pub fn write_file(&mut self, file: impl Into<Arc<File>>, offset: u64, len: usize) {
+        self.output.write_file(file.into(), offset, len);
     }
 
     /// Bytes written in this call.

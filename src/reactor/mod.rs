@@ -39,7 +39,7 @@ pub use context::Io;
 pub use deferred::{DrainPolicy, IdleTimeout};
 pub use drain::{DrainOptions, ListenerFate};
 pub use harness::Harness;
-pub use output::Output;
+pub use output::{sealed_file, Output};
 pub use protocol::{Closed, ConnId, Counts, Flow, Protocol, Then, Verdict};
 
 use std::fs::File;

@@ -1,28 +1,67 @@
 //! Output: what a protocol writes in one call ([`Output`]), and what a connection
 //! has yet to send ([`SendQueue`]). Shared bytes, such as a large prebuilt body, are
 //! referenced, never copied: the worker holds them once, and each connection that
-//! has not sent them yet holds a reference.
+//! has not sent them yet holds a reference. A range of a file is referenced the same
+//! way and sent with sendfile(2): its bytes never reach user memory.
 
 use std::collections::VecDeque;
+use std::fs::File;
 use std::io::{self, IoSlice};
+use std::iter::Peekable;
 use std::os::fd::RawFd;
+use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
-use crate::sys;
+use crate::sys::{self, More};
 
 /// Slices handed to one `sendmsg`: a head and a body each, for 32 answers.
 const SLICES_PER_SEND: usize = 64;
 
-/// What a protocol wrote in one call: bytes it copied and shared bytes it
-/// referenced, in the order written. The loop sends it in one system call when it
-/// can: `send` when all of it was copied, `sendmsg` with one slice per piece when
-/// it references shared bytes.
+/// The most sendfile(2) moves in one call (Linux's `MAX_RW_COUNT`).
+const SENDFILE_MAX: usize = 0x7fff_f000;
+
+/// What a protocol wrote in one call: bytes it copied, and shared bytes and file
+/// ranges it referenced, in the order written. The loop sends it in one system call
+/// when it can: `send` when all of it was copied, `sendmsg` with one slice per piece
+/// when it references shared bytes; a file range with `sendfile`, after the bytes
+/// before it (sent with `MSG_MORE`, so that they share packets).
 #[derive(Debug, Default)]
 pub struct Output {
     copied: Vec<u8>,
     /// Each shared piece, with how many of `copied` come before it.
-    shared: Vec<(usize, Arc<[u8]>)>,
+    shared: Vec<(usize, Shared)>,
     len: usize,
+}
+
+/// A file in memory holding `bytes`, sealed so that they can never change
+/// (memfd_create(2) with `F_SEAL_WRITE`, `F_SEAL_SHRINK` and `F_SEAL_GROW`): a body
+/// to send with [`Io::write_file`](super::Io::write_file) from many connections,
+/// each send reading the same pages, which no write can touch while the kernel
+/// sends them. Held once however many connections send it; it holds no user
+/// memory, and it is closed when the last `Arc` of it goes.
+pub fn sealed_file(bytes: &[u8]) -> io::Result<File> {
+    sys::sealed_memfd(c"percore", bytes)
+}
+
+/// A piece of output held by reference.
+#[derive(Clone, Debug)]
+enum Shared {
+    Bytes(Arc<[u8]>),
+    /// `len` bytes of `file` from byte `offset` on.
+    File {
+        file: Arc<File>,
+        offset: u64,
+        len: usize,
+    },
+}
+
+impl Shared {
+    fn len(&self) -> usize {
+        match self {
+            Shared::Bytes(bytes) => bytes.len(),
+            Shared::File { len, .. } => *len,
+        }
+    }
 }
 
 impl Output {
@@ -41,9 +80,17 @@ impl Output {
         self.len == 0
     }
 
-    /// Every byte written, in order, as one vector: for tests and tools.
+    /// Every byte written, in order, as one vector (file ranges read as they are
+    /// now, up to the file's end): for tests and tools.
     pub fn to_vec(&self) -> Vec<u8> {
-        self.pieces(0).flat_map(|piece| piece.bytes().iter().copied()).collect()
+        let mut all = Vec::with_capacity(self.len);
+        for piece in self.pieces(0) {
+            match piece.memory() {
+                Some(bytes) => all.extend_from_slice(bytes),
+                None => piece.read_file_into(&mut all),
+            }
+        }
+        all
     }
 
     /// Forgets what was written; keeps the memory for the next call.
@@ -59,24 +106,32 @@ impl Output {
     }
 
     pub(crate) fn write_shared(&mut self, bytes: &Arc<[u8]>) {
-        if !bytes.is_empty() {
-            self.shared.push((self.copied.len(), Arc::clone(bytes)));
-            self.len += bytes.len();
+        self.reference(Shared::Bytes(Arc::clone(bytes)));
+    }
+
+    pub(crate) fn write_file(&mut self, file: Arc<File>, offset: u64, len: usize) {
+        self.reference(Shared::File { file, offset, len });
+    }
+
+    fn reference(&mut self, shared: Shared) {
+        if shared.len() > 0 {
+            self.len += shared.len();
+            self.shared.push((self.copied.len(), shared));
         }
     }
 
     /// The pieces from byte `skip` on, in order, none empty.
     fn pieces(&self, skip: usize) -> impl Iterator<Item = Piece<'_>> {
         let mut copied_from = 0;
-        let shared = self.shared.iter().map(|(at, bytes)| (*at, Some(bytes)));
+        let shared = self.shared.iter().map(|(at, shared)| (*at, Some(shared)));
         let all = shared.chain([(self.copied.len(), None)]).flat_map(move |(at, shared)| {
             let copied = Piece::Copied(&self.copied[copied_from..at]);
             copied_from = at;
-            [Some(copied), shared.map(|bytes| Piece::Shared(bytes, 0))]
+            [Some(copied), shared.map(|shared| Piece::Shared(shared, 0))]
         });
         let mut skip = skip;
         all.flatten().filter_map(move |piece| {
-            let len = piece.bytes().len();
+            let len = piece.len();
             let cut = skip.min(len);
             skip -= cut;
             (cut < len).then(|| piece.skip(cut))
@@ -91,10 +146,7 @@ impl Output {
         }
         let mut sent = 0;
         while sent < self.len {
-            let mut slices = [IoSlice::new(&[]); SLICES_PER_SEND];
-            let count = fill(&mut slices, self.pieces(sent).map(|piece| piece.bytes()));
-            let offered: usize = slices[..count].iter().map(|s| s.len()).sum();
-            let n = send_slices(fd, &slices[..count])?;
+            let (n, offered) = send_some(fd, self.pieces(sent))?;
             sent += n;
             if n < offered {
                 break;
@@ -104,17 +156,42 @@ impl Output {
     }
 }
 
-/// A piece of output: copied bytes, or shared ones from an offset on.
+/// A piece of output: copied bytes, or a shared piece from an offset on.
 enum Piece<'a> {
     Copied(&'a [u8]),
-    Shared(&'a Arc<[u8]>, usize),
+    Shared(&'a Shared, usize),
 }
 
 impl<'a> Piece<'a> {
-    fn bytes(&self) -> &'a [u8] {
+    fn len(&self) -> usize {
         match *self {
-            Piece::Copied(bytes) => bytes,
-            Piece::Shared(bytes, from) => &bytes[from..],
+            Piece::Copied(bytes) => bytes.len(),
+            Piece::Shared(shared, from) => shared.len() - from,
+        }
+    }
+
+    /// Its bytes, when they are in memory.
+    fn memory(&self) -> Option<&'a [u8]> {
+        match *self {
+            Piece::Copied(bytes) => Some(bytes),
+            Piece::Shared(Shared::Bytes(bytes), from) => Some(&bytes[from..]),
+            Piece::Shared(Shared::File { .. }, _) => None,
+        }
+    }
+
+    /// Appends the bytes of a file piece, as far as the file has them.
+    fn read_file_into(&self, all: &mut Vec<u8>) {
+        if let Piece::Shared(Shared::File { file, offset, .. }, from) = *self {
+            let start = all.len();
+            all.resize(start + self.len(), 0);
+            let mut read = 0;
+            while read < self.len() {
+                match file.read_at(&mut all[start + read..], offset + (from + read) as u64) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => read += n,
+                }
+            }
+            all.truncate(start + read);
         }
     }
 
@@ -122,31 +199,63 @@ impl<'a> Piece<'a> {
     fn skip(self, n: usize) -> Piece<'a> {
         match self {
             Piece::Copied(bytes) => Piece::Copied(&bytes[n..]),
-            Piece::Shared(bytes, from) => Piece::Shared(bytes, from + n),
+            Piece::Shared(shared, from) => Piece::Shared(shared, from + n),
         }
     }
 }
 
-/// Fills `slices` from `pieces`; returns how many it filled.
-fn fill<'a>(slices: &mut [IoSlice<'a>], pieces: impl Iterator<Item = &'a [u8]>) -> usize {
+/// Sends the first of `pieces` with one system call: up to 64 pieces in memory with
+/// one `send` or `sendmsg` (with `MSG_MORE` when a file range comes next), or the
+/// start of a file range with one `sendfile`. Returns the bytes sent and the bytes
+/// offered: fewer sent means the socket is full.
+fn send_some<'a>(fd: RawFd, pieces: impl Iterator<Item = Piece<'a>>) -> io::Result<(usize, usize)> {
+    let mut pieces = pieces.peekable();
+    let mut slices = [IoSlice::new(&[]); SLICES_PER_SEND];
+    let count = fill(&mut slices, &mut pieces);
+    if count > 0 {
+        let offered = slices[..count].iter().map(|slice| slice.len()).sum();
+        let more = if pieces.peek().is_some() { More::Follows } else { More::Nothing };
+        return Ok((send_slices(fd, &slices[..count], more)?, offered));
+    }
+    match pieces.next() {
+        Some(Piece::Shared(Shared::File { file, offset, len }, from)) => {
+            let offered = (len - from).min(SENDFILE_MAX);
+            match sys::sendfile(fd, &**file, offset + from as u64, offered) {
+                // The file is shorter than the range: what was promised cannot be sent.
+                Ok(0) => {
+                    Err(io::Error::new(io::ErrorKind::UnexpectedEof, "a file range past the file's end"))
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok((0, offered)),
+                result => result.map(|n| (n, offered)),
+            }
+        }
+        _ => Ok((0, 0)),
+    }
+}
+
+/// Fills `slices` from the pieces in memory at the front of `pieces`; returns how
+/// many it filled.
+fn fill<'a, I: Iterator<Item = Piece<'a>>>(slices: &mut [IoSlice<'a>], pieces: &mut Peekable<I>) -> usize {
     let mut count = 0;
-    for (slot, piece) in slices.iter_mut().zip(pieces) {
-        *slot = IoSlice::new(piece);
+    while count < slices.len() {
+        let Some(bytes) = pieces.peek().and_then(Piece::memory) else { break };
+        slices[count] = IoSlice::new(bytes);
         count += 1;
+        pieces.next();
     }
     count
 }
 
 /// Sends what the socket takes of `bytes`, with one `send`; 0 when the socket is full.
 pub(crate) fn send_bytes(fd: RawFd, bytes: &[u8]) -> io::Result<usize> {
-    send_slices(fd, &[IoSlice::new(bytes)])
+    send_slices(fd, &[IoSlice::new(bytes)], More::Nothing)
 }
 
 /// One `send` or `sendmsg`; 0 when the socket is full.
-fn send_slices(fd: RawFd, slices: &[IoSlice<'_>]) -> io::Result<usize> {
-    let result = match slices {
-        [one] => sys::send(fd, one),
-        _ => sys::send_vectored(fd, slices),
+fn send_slices(fd: RawFd, slices: &[IoSlice<'_>], more: More) -> io::Result<usize> {
+    let result = match (slices, more) {
+        ([one], More::Nothing) => sys::send(fd, one),
+        _ => sys::send_vectored(fd, slices, more),
     };
     match result {
         Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(0),
@@ -171,7 +280,7 @@ pub(crate) struct SendQueue {
 #[derive(Debug)]
 struct QueuedShared {
     copied_before: usize,
-    bytes: Arc<[u8]>,
+    shared: Shared,
     sent: usize,
 }
 
@@ -184,10 +293,13 @@ impl SendQueue {
     /// Queues `output` from byte `skip` on.
     pub(crate) fn push(&mut self, output: &Output, skip: usize) {
         for piece in output.pieces(skip) {
-            self.len += piece.bytes().len();
+            self.len += piece.len();
             match piece {
                 Piece::Copied(bytes) => self.push_copied(bytes),
-                Piece::Shared(bytes, from) => self.push_shared(bytes, from),
+                Piece::Shared(shared, sent) => {
+                    let copied_before = std::mem::take(&mut self.copied_after);
+                    self.shared.push_back(QueuedShared { copied_before, shared: shared.clone(), sent });
+                }
             }
         }
     }
@@ -203,19 +315,11 @@ impl SendQueue {
         self.copied_after += bytes.len();
     }
 
-    fn push_shared(&mut self, bytes: &Arc<[u8]>, sent: usize) {
-        let copied_before = std::mem::take(&mut self.copied_after);
-        self.shared.push_back(QueuedShared { copied_before, bytes: Arc::clone(bytes), sent });
-    }
-
     /// Sends until the queue is empty or the socket is full; returns the bytes sent.
     pub(crate) fn flush(&mut self, fd: RawFd) -> io::Result<usize> {
         let mut sent = 0;
         while self.len > 0 {
-            let mut slices = [IoSlice::new(&[]); SLICES_PER_SEND];
-            let count = self.fill(&mut slices);
-            let offered: usize = slices[..count].iter().map(|s| s.len()).sum();
-            let n = send_slices(fd, &slices[..count])?;
+            let (n, offered) = send_some(fd, self.pieces())?;
             self.consume(n);
             sent += n;
             if n < offered {
@@ -225,8 +329,8 @@ impl SendQueue {
         Ok(sent)
     }
 
-    /// Fills `slices` from the front of the queue; returns how many it filled.
-    fn fill<'a>(&'a self, slices: &mut [IoSlice<'a>]) -> usize {
+    /// The queued pieces, in order, none empty.
+    fn pieces(&self) -> impl Iterator<Item = Piece<'_>> {
         let (front, back) = self.copied.as_slices();
         // `len` copied bytes from `start` on: up to two slices of the ring.
         let copied = |start: usize, len: usize| {
@@ -235,13 +339,18 @@ impl SendQueue {
             [&front[start.min(front.len())..][..in_front], &back[back_start..][..len - in_front]]
         };
         let mut at = 0;
-        let shared = self.shared.iter().map(|queued| (queued.copied_before, &queued.bytes[queued.sent..]));
-        let pieces = shared.chain([(self.copied_after, &[][..])]).flat_map(|(copied_before, shared)| {
+        let shared =
+            self.shared.iter().map(|queued| (queued.copied_before, Some((&queued.shared, queued.sent))));
+        let all = shared.chain([(self.copied_after, None)]).flat_map(move |(copied_before, shared)| {
             let [first, second] = copied(at, copied_before);
             at += copied_before;
-            [first, second, shared]
+            [
+                Some(Piece::Copied(first)),
+                Some(Piece::Copied(second)),
+                shared.map(|(s, sent)| Piece::Shared(s, sent)),
+            ]
         });
-        fill(slices, pieces.filter(|piece| !piece.is_empty()))
+        all.flatten().filter(|piece| piece.len() > 0)
     }
 
     /// Drops the first `n` bytes, which the socket took.
@@ -257,10 +366,10 @@ impl SendQueue {
             self.copied.drain(..copied);
             front.copied_before -= copied;
             n -= copied;
-            let shared = n.min(front.bytes.len() - front.sent);
+            let shared = n.min(front.shared.len() - front.sent);
             front.sent += shared;
             n -= shared;
-            if front.copied_before == 0 && front.sent == front.bytes.len() {
+            if front.copied_before == 0 && front.sent == front.shared.len() {
                 self.shared.pop_front();
             }
         }
@@ -306,9 +415,10 @@ pub(super) mod tests {
         let whole = output.to_vec();
         assert_eq!(whole.len(), output.len());
         for skip in [0, 1, 99, 100, 101, 102, 103, 5000, whole.len() - 1, whole.len()] {
-            let rest: Vec<u8> = output.pieces(skip).flat_map(|piece| piece.bytes().to_vec()).collect();
+            let rest: Vec<u8> =
+                output.pieces(skip).flat_map(|piece| piece.memory().expect("in memory").to_vec()).collect();
             assert_eq!(rest, whole[skip..], "from byte {skip}");
-            assert!(output.pieces(skip).all(|piece| !piece.bytes().is_empty()), "an empty piece from {skip}");
+            assert!(output.pieces(skip).all(|piece| piece.len() > 0), "an empty piece from {skip}");
         }
     }
 
@@ -380,9 +490,7 @@ pub(super) mod tests {
             queue.push(&output, 0);
             queue.consume(900);
             assert_eq!(queue.len(), round * 100, "unsent bytes, after round {round}");
-            let mut slices = [IoSlice::new(&[]); SLICES_PER_SEND];
-            let count = queue.fill(&mut slices);
-            let offered: usize = slices[..count].iter().map(|slice| slice.len()).sum();
+            let offered: usize = queue.pieces().map(|piece| piece.len()).sum();
             assert_eq!(offered, queue.len(), "what a flush offers, after round {round}");
             let held = queue.copied.capacity();
             assert!(held <= 2 * queue.len() + 4096, "{held} bytes held for {} unsent", queue.len());

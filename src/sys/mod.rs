@@ -23,12 +23,14 @@ macro_rules! syscall {
     }};
 }
 
+mod file;
 mod handoff;
 mod process;
 mod shared;
 mod splice;
 mod timer;
 
+pub use file::{sealed_memfd, sendfile};
 pub use handoff::{exec_with_listeners, take_inherited};
 pub use process::{
     fork, kill, pipe, raise_nofile_limit, reap_child, set_batch_scheduling, set_parent_death_signal,
@@ -279,20 +281,32 @@ pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
     Ok(n as usize)
 }
 
+/// Whether more output follows a send at once (a file range after its head).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum More {
+    /// It does: `MSG_MORE`, so that the head and the start of what follows share
+    /// packets.
+    Follows,
+    /// It does not: push what was sent.
+    Nothing,
+}
+
 /// Sends from `slices`, in order, in one call, without raising SIGPIPE on a closed
 /// peer; returns bytes sent. At most `IOV_MAX` (1024) slices are looked at.
-pub fn send_vectored(fd: RawFd, slices: &[IoSlice<'_>]) -> io::Result<usize> {
+pub fn send_vectored(fd: RawFd, slices: &[IoSlice<'_>], more: More) -> io::Result<usize> {
     // SAFETY: an all-zero msghdr is valid (no address, no control data, no iovecs).
     let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
     // IoSlice is ABI-compatible with iovec on Unix; the kernel only reads them.
     message.msg_iov = slices.as_ptr().cast_mut().cast::<libc::iovec>();
     message.msg_iovlen = slices.len().min(1024) as _;
     let message_ptr = &message as *const libc::msghdr;
+    let flags = match more {
+        More::Follows => libc::MSG_NOSIGNAL | libc::MSG_MORE,
+        More::Nothing => libc::MSG_NOSIGNAL,
+    };
     // SAFETY: sendmsg(2) reads `message` and the slices it points at, which outlive
     // the call.
-    let n = restarting(|| {
-        syscall!(syscall(libc::SYS_sendmsg, long_arg(fd), message_ptr, long_arg(libc::MSG_NOSIGNAL)))
-    })?;
+    let n = restarting(|| syscall!(syscall(libc::SYS_sendmsg, long_arg(fd), message_ptr, long_arg(flags))))?;
     Ok(n as usize)
 }
 
