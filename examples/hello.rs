@@ -4,12 +4,12 @@
 //! cargo run --release --example hello -- --port 8080 --cpus 0-3
 //! ```
 
-use percore::http::{Hello, HelloConfig};
+use percore::http::{Body, Hello, HelloConfig};
 use percore::listen::Opening;
 
 fn main() -> std::process::ExitCode {
     let config = HelloConfig {
-        body: b"{\"hello\":\"world\"}\n"[..].into(),
+        body: Body::bytes(&b"{\"hello\":\"world\"}\n"[..]),
         content_type: "application/json".into(),
         ..HelloConfig::default()
     };

@@ -253,6 +253,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "PATH")]
     pub body_file: Option<PathBuf>,
 
+    /// Bodies of this size or more are sealed in a memfd and sent with sendfile(2),
+    /// from the page cache to the socket without a copy; smaller ones from memory.
+    /// Suffixes k, m, g; `off` sends every body from memory.
+    #[arg(long, value_name = "BYTES", default_value = "64k", value_parser = parse_sendfile_min)]
+    pub sendfile_min: u64,
+
     /// Send each answer this long after its request arrived (10ms, 1.5s), as a
     /// backend with latency would: for testing proxies and load balancers.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
@@ -296,6 +302,14 @@ fn parse_size(text: &str) -> Result<u64, String> {
         .ok()
         .and_then(|n| n.checked_mul(unit))
         .ok_or_else(|| format!("{text:?} is not a size in bytes (such as 8192, 8k or 1m)"))
+}
+
+/// `off` (never), or a size from which bodies are sent with sendfile(2).
+fn parse_sendfile_min(text: &str) -> Result<u64, String> {
+    if text == "off" {
+        return Ok(u64::MAX);
+    }
+    parse_size(text).map_err(|e| format!("{e}, or off"))
 }
 
 /// [`parse_size`], refusing a size outside `min..=max`.

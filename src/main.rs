@@ -1,11 +1,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::Parser;
 
 use percore::cli;
-use percore::http::{Hello, HelloConfig, Limits};
+use percore::http::{Body, Hello, HelloConfig, Limits};
 use percore::listen::Opening;
 use percore::worker::Service;
 
@@ -41,21 +40,24 @@ fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         ..HelloConfig::default()
     };
     if let Some(text) = args.body {
-        config.body = Arc::from(text.into_bytes());
+        config.body = body(text.into_bytes(), args.sendfile_min).map_err(|e| e.to_string())?;
     }
     let mut options = args.server.options(Opening::ClientSpeaksFirst);
     // A head up to the limit is the protocol's to refuse (431), not the loop's to cut.
     let read_buffer = 64 * 1024;
     options.reactor.max_pending_input =
         options.reactor.max_pending_input.max(config.limits.head + read_buffer);
-    Ok(cli::serve(&options, HelloService { config, body_file: args.body_file }))
+    let service = HelloService { config, body_file: args.body_file, sendfile_min: args.sendfile_min };
+    Ok(cli::serve(&options, service))
 }
 
 /// The hello server: its configuration, with the body read from `body_file` at
-/// start and again at each reload (SIGHUP).
+/// start and again at each reload (SIGHUP), sealed in a new memfd each time when it
+/// has `sendfile_min` bytes or more.
 struct HelloService {
     config: HelloConfig,
     body_file: Option<PathBuf>,
+    sendfile_min: u64,
 }
 
 impl Service for HelloService {
@@ -65,10 +67,10 @@ impl Service for HelloService {
     fn load(&self) -> std::io::Result<HelloConfig> {
         let mut config = self.config.clone();
         if let Some(path) = &self.body_file {
-            let body = std::fs::read(path).map_err(|e| {
+            let bytes = std::fs::read(path).map_err(|e| {
                 std::io::Error::new(e.kind(), format!("cannot read --body-file {}: {e}", path.display()))
             })?;
-            config.body = Arc::from(body);
+            config.body = body(bytes, self.sendfile_min)?;
         }
         Ok(config)
     }
@@ -76,6 +78,20 @@ impl Service for HelloService {
     fn protocol(&self, config: &HelloConfig) -> std::io::Result<Hello> {
         Ok(Hello::new(config))
     }
+}
+
+/// `bytes` as a response body: sealed in a memfd for sendfile(2) from `sendfile_min`
+/// bytes on, else held in memory.
+fn body(bytes: Vec<u8>, sendfile_min: u64) -> std::io::Result<Body> {
+    if (bytes.len() as u64) < sendfile_min {
+        return Ok(Body::bytes(bytes));
+    }
+    Body::sealed(&bytes).map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!("cannot seal the body in a memfd (try --sendfile-min off): {e}"),
+        )
+    })
 }
 
 /// A count from the command line as a `usize`; saturating on 32-bit targets.

@@ -2,12 +2,11 @@
 //! once or (with a delay) when the connection's timer says so.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::memo::{Head, HeadMemo};
 use super::parse::{Limits, Method, Progress, Status, Version};
-use super::prebuilt::{http_date, Persist, Response, Variants};
+use super::prebuilt::{http_date, Body, Persist, Response, Variants};
 use crate::reactor::{Counts, Flow, Io, Protocol, Verdict};
 
 /// Answers a connection may have waiting for their delay; then it is not read
@@ -15,11 +14,11 @@ use crate::reactor::{Counts, Flow, Io, Protocol, Verdict};
 const MAX_DELAYED: usize = 64;
 
 /// What [`Hello`] answers with, and the limits it enforces.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct HelloConfig {
     /// The body of every `200` response, held once by every worker (and by every
-    /// connection still sending it).
-    pub body: Arc<[u8]>,
+    /// connection still sending it): in memory, or sealed in a file.
+    pub body: Body,
     /// Its `Content-Type`.
     pub content_type: String,
     /// Size limits of a request head.
@@ -34,7 +33,7 @@ pub struct HelloConfig {
 impl Default for HelloConfig {
     fn default() -> HelloConfig {
         HelloConfig {
-            body: Arc::from(&b"hello, world!\n"[..]),
+            body: Body::default(),
             content_type: "text/plain".into(),
             limits: Limits::default(),
             max_body: 1024 * 1024,
@@ -120,11 +119,11 @@ impl Hello {
         let errors = errors
             .into_iter()
             .map(|(code, status, body)| {
-                let body = Arc::from(body.as_bytes());
+                let body = Body::bytes(body.as_bytes());
                 (code, Response::new(status, "text/plain", &[("Connection", "close")], &body))
             })
             .collect();
-        let not_allowed = Arc::from(&b"method not allowed\n"[..]);
+        let not_allowed = Body::bytes(&b"method not allowed\n"[..]);
         Hello {
             ok: Variants::new("200 OK", &config.content_type, &[], &config.body),
             not_allowed: Variants::new(

@@ -13,5 +13,5 @@ mod syntax;
 
 pub use hello::{Hello, HelloConfig, HelloConn};
 pub use parse::{parse, Error, Limits, Method, Progress, Request, Status, Version};
-pub use prebuilt::{http_date, Persist, Response, Variants, DATE_LEN};
+pub use prebuilt::{http_date, Body, Persist, Response, Variants, DATE_LEN};
 pub use response::{BodyKind, Framed, ResponseError, ResponseHead, ResponseReader, Stream};

@@ -1,11 +1,14 @@
 //! Prebuilt responses: every byte laid out at start-up, the `Date` value patched in
-//! place once a second. A large body is held once and sent by reference.
+//! place once a second. A large body is held once and sent by reference, from
+//! memory or, sealed in a file, with sendfile(2).
 
+use std::fs::File;
+use std::io;
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::parse::Version;
-use crate::reactor::Io;
+use crate::reactor::{sealed_file, Io};
 
 /// Length of an IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`.
 pub const DATE_LEN: usize = 29;
@@ -14,8 +17,55 @@ pub const DATE_LEN: usize = 29;
 /// pipeline of them) is one contiguous send; larger ones are referenced.
 const COPIED_BODY_MAX: usize = 1024;
 
+/// A response body, held once however many responses and connections send it.
+#[derive(Clone, Debug)]
+pub struct Body(Held);
+
+#[derive(Clone, Debug)]
+enum Held {
+    /// In memory: copied with the head when small, referenced when large.
+    Bytes(Arc<[u8]>),
+    /// In a sealed file of this many bytes, sent with sendfile(2).
+    Sealed(Arc<File>, usize),
+}
+
+impl Body {
+    /// A body held in memory: copied into each answer up to 1 KiB, referenced
+    /// (one `sendmsg` with the head) when larger.
+    pub fn bytes(bytes: impl Into<Arc<[u8]>>) -> Body {
+        Body(Held::Bytes(bytes.into()))
+    }
+
+    /// A body held in a sealed memfd ([`sealed_file`]) and sent with sendfile(2):
+    /// no copy to the socket and no user memory, for large bodies (the hello
+    /// server's `--sendfile-min`). Each answer's head goes first, with `MSG_MORE`.
+    pub fn sealed(bytes: &[u8]) -> io::Result<Body> {
+        Ok(Body(Held::Sealed(Arc::new(sealed_file(bytes)?), bytes.len())))
+    }
+
+    /// Its length in bytes.
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            Held::Bytes(bytes) => bytes.len(),
+            Held::Sealed(_, len) => *len,
+        }
+    }
+
+    /// Whether it has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl Default for Body {
+    /// `hello, world!\n`
+    fn default() -> Body {
+        Body::bytes(&b"hello, world!\n"[..])
+    }
+}
+
 /// One complete response, ready to be written as it is.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Response {
     /// The head, followed by the body when the body is small.
     bytes: Vec<u8>,
@@ -23,13 +73,13 @@ pub struct Response {
     head_len: usize,
     /// The body, when it is too large to copy: every response with it, and every
     /// connection still sending it, holds this one copy.
-    shared_body: Option<Arc<[u8]>>,
+    referenced: Option<Held>,
 }
 
 impl Response {
     /// Lays out `HTTP/1.1 {status}`, `Server`, `Date`, `Content-Type`,
     /// `Content-Length`, then `headers` (name and value pairs), then `body`.
-    pub fn new(status: &str, content_type: &str, headers: &[(&str, &str)], body: &Arc<[u8]>) -> Response {
+    pub fn new(status: &str, content_type: &str, headers: &[(&str, &str)], body: &Body) -> Response {
         let mut head = format!("HTTP/1.1 {status}\r\nServer: percore\r\nDate: ");
         let date_at = head.len();
         head.extend(http_date(SystemTime::now()).map(char::from));
@@ -40,21 +90,24 @@ impl Response {
         head += "\r\n";
         let head_len = head.len();
         let mut bytes = head.into_bytes();
-        let shared_body = if body.len() <= COPIED_BODY_MAX {
-            bytes.extend_from_slice(body);
-            None
-        } else {
-            Some(Arc::clone(body))
+        let referenced = match &body.0 {
+            Held::Bytes(small) if small.len() <= COPIED_BODY_MAX => {
+                bytes.extend_from_slice(small);
+                None
+            }
+            held => Some(held.clone()),
         };
-        Response { bytes, date_at, head_len, shared_body }
+        Response { bytes, date_at, head_len, referenced }
     }
 
     /// Writes the whole response to `io`: copied, or the head copied and the body
     /// referenced.
     pub fn write(&self, io: &mut Io<'_>) {
         io.write(&self.bytes);
-        if let Some(body) = &self.shared_body {
-            io.write_shared(body);
+        match &self.referenced {
+            None => {}
+            Some(Held::Bytes(body)) => io.write_shared(body),
+            Some(Held::Sealed(file, len)) => io.write_file(Arc::clone(file), 0, *len),
         }
     }
 
@@ -81,7 +134,7 @@ pub enum Persist {
 /// One response in its three connection variants: kept open for HTTP/1.1 (no
 /// `Connection` header), kept open for HTTP/1.0 (`Connection: keep-alive`, which
 /// `ab -k` waits for), and closing (`Connection: close`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Variants {
     keep_alive: Response,
     keep_alive_http10: Response,
@@ -90,7 +143,7 @@ pub struct Variants {
 
 impl Variants {
     /// Builds the three variants of one response.
-    pub fn new(status: &str, content_type: &str, headers: &[(&str, &str)], body: &Arc<[u8]>) -> Variants {
+    pub fn new(status: &str, content_type: &str, headers: &[(&str, &str)], body: &Body) -> Variants {
         let with = |connection: Option<&str>| {
             let mut all = headers.to_vec();
             all.extend(connection.map(|value| ("Connection", value)));
@@ -161,7 +214,8 @@ mod tests {
     fn a_response_is_its_head_then_its_body_small_or_shared() {
         for size in [5, COPIED_BODY_MAX, COPIED_BODY_MAX + 1, 100_000] {
             let body: Arc<[u8]> = (0..size).map(|i| i as u8).collect::<Vec<_>>().into();
-            let mut response = Response::new("200 OK", "text/plain", &[("X-A", "b")], &body);
+            let mut response =
+                Response::new("200 OK", "text/plain", &[("X-A", "b")], &Body::bytes(Arc::clone(&body)));
             response.set_date(&example_date());
             let head = format!(
                 "HTTP/1.1 200 OK\r\nServer: percore\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n\
@@ -176,9 +230,21 @@ mod tests {
     }
 
     #[test]
+    fn a_sealed_body_is_written_after_its_head_as_a_file_range() {
+        let bytes: Vec<u8> = (0..100_000).map(|i| (i % 251) as u8).collect();
+        let body = Body::sealed(&bytes).expect("a sealed memfd");
+        assert_eq!(body.len(), bytes.len());
+        let mut response = Response::new("200 OK", "text/plain", &[], &body);
+        response.set_date(&example_date());
+        let head = "HTTP/1.1 200 OK\r\nServer: percore\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n\
+                    Content-Type: text/plain\r\nContent-Length: 100000\r\n\r\n";
+        assert_eq!(written(&response, false), [head.as_bytes(), &bytes].concat());
+        assert_eq!(written(&response, true), head.as_bytes(), "HEAD: the head alone");
+    }
+
+    #[test]
     fn set_date_rewrites_the_date_slot_alone_in_every_variant() {
-        let body: Arc<[u8]> = Arc::from(&b"hi"[..]);
-        let mut variants = Variants::new("200 OK", "text/plain", &[], &body);
+        let mut variants = Variants::new("200 OK", "text/plain", &[], &Body::bytes(&b"hi"[..]));
         variants.set_date(&example_date());
         for (version, persists, connection) in [
             (Version::Http11, Persist::KeepAlive, ""),
