@@ -220,17 +220,30 @@ fn send_some<'a>(fd: RawFd, pieces: impl Iterator<Item = Piece<'a>>) -> io::Resu
     match pieces.next() {
         Some(Piece::Shared(Shared::File { file, offset, len }, from)) => {
             let offered = (len - from).min(SENDFILE_MAX);
-            match sys::sendfile(fd, &**file, offset + from as u64, offered) {
-                // The file is shorter than the range: what was promised cannot be sent.
-                Ok(0) => {
-                    Err(io::Error::new(io::ErrorKind::UnexpectedEof, "a file range past the file's end"))
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok((0, offered)),
-                result => result.map(|n| (n, offered)),
-            }
+            Ok((send_file(fd, file, offset + from as u64, offered)?, offered))
         }
         _ => Ok((0, 0)),
     }
+}
+
+/// Sends `len` bytes of `file` from `offset` on until they are sent or the socket
+/// is full; returns the bytes sent. A short sendfile is called again: it may have
+/// stopped at the file's end, which only the next call tells apart from a full
+/// socket (and a full socket, unlike an end, brings an `EPOLLOUT`).
+fn send_file(fd: RawFd, file: &File, offset: u64, len: usize) -> io::Result<usize> {
+    let mut sent = 0;
+    while sent < len {
+        match sys::sendfile(fd, file, offset + sent as u64, len - sent) {
+            // The file is shorter than the range: what was promised cannot be sent.
+            Ok(0) => {
+                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "a file range past the file's end"))
+            }
+            Ok(n) => sent += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(sent)
 }
 
 /// Fills `slices` from the pieces in memory at the front of `pieces`; returns how
@@ -495,6 +508,82 @@ pub(super) mod tests {
             let held = queue.copied.capacity();
             assert!(held <= 2 * queue.len() + 4096, "{held} bytes held for {} unsent", queue.len());
         }
+    }
+
+    /// A sealed file of `len` distinct-ish bytes, and the bytes.
+    fn sealed_pattern(len: usize) -> (Arc<File>, Vec<u8>) {
+        let bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8 ^ (i >> 12) as u8).collect();
+        (Arc::new(sealed_file(&bytes).expect("a sealed memfd")), bytes)
+    }
+
+    #[test]
+    fn file_ranges_between_bytes_resume_where_a_full_socket_stopped() {
+        let (file, bytes) = sealed_pattern(300_000);
+        let body: Arc<[u8]> = vec![b'b'; 5000].into();
+        let mut output = Output::new();
+        for i in 0..3u64 {
+            output.write(b"head\r\n");
+            output.write_file(Arc::clone(&file), 1000 * i, 100_000);
+            output.write_shared(&body);
+        }
+        output.write_file(Arc::clone(&file), 0, 1);
+        output.write(b"tail");
+        let expected = output.to_vec();
+        let in_order = [
+            &b"head\r\n"[..],
+            &bytes[..100_000],
+            &body,
+            b"head\r\n",
+            &bytes[1000..101_000],
+            &body,
+            b"head\r\n",
+            &bytes[2000..102_000],
+            &body,
+            &bytes[..1],
+            b"tail",
+        ]
+        .concat();
+        assert!(expected == in_order, "to_vec reads the ranges in place");
+        let (writer, mut reader) = small_send_buffer_pair();
+        let reading = std::thread::spawn(move || {
+            let mut all = Vec::new();
+            reader.read_to_end(&mut all).map(|_| all)
+        });
+        let fd = writer.as_raw_fd();
+        let sent = output.send(fd).expect("the first send");
+        assert!(sent < output.len(), "the socket took everything at once; the test needs it full");
+        let mut queue = SendQueue::default();
+        queue.push(&output, sent);
+        while queue.len() > 0 {
+            queue.flush(fd).expect("a flush");
+            std::thread::yield_now();
+        }
+        drop(writer);
+        let received = reading.join().expect("the reader").expect("reading");
+        assert!(received == expected, "byte for byte: {} of {} bytes", received.len(), expected.len());
+    }
+
+    #[test]
+    fn a_file_that_ends_before_its_range_is_an_error_not_a_short_answer() {
+        let (file, _) = sealed_pattern(1000);
+        let mut output = Output::new();
+        output.write(b"head");
+        output.write_file(file, 500, 1000);
+        let (writer, _reader) = UnixStream::pair().expect("a socket pair");
+        let error = output.send(writer.as_raw_fd()).expect_err("500 bytes promised past the end");
+        assert_eq!(error.kind(), io::ErrorKind::UnexpectedEof);
+    }
+
+    #[test]
+    fn a_sealed_file_refuses_every_change() {
+        let (file, bytes) = sealed_pattern(4096);
+        let mut handle: &File = &file;
+        assert!(std::io::Write::write(&mut handle, b"x").is_err(), "written");
+        assert!(file.set_len(1).is_err(), "shrunk");
+        assert!(file.set_len(8192).is_err(), "grown");
+        let mut read = vec![0; bytes.len()];
+        file.read_exact_at(&mut read, 0).expect("reading");
+        assert!(read == bytes, "unchanged");
     }
 
     #[test]
