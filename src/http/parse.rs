@@ -56,7 +56,9 @@ pub struct Request<'a> {
     pub target: &'a [u8],
     /// The version.
     pub version: Version,
-    /// Whether the connection stays open after the response (RFC 9112, 9.3).
+    /// Whether the connection stays open after the response (RFC 9112, 9.3):
+    /// HTTP/1.1 unless `Connection: close`, HTTP/1.0 only with
+    /// `Connection: keep-alive`.
     pub keep_alive: bool,
     /// The body length from `Content-Length`, 0 when absent.
     pub content_length: u64,
@@ -94,7 +96,8 @@ pub enum Error {
 }
 
 impl Error {
-    /// The response status for this error.
+    /// The response status for this error: 414 for a request line too long, 431
+    /// for a head too large, 505 for HTTP/2 or later, 400 for every other.
     pub fn status(self) -> u16 {
         match self {
             Error::UnsupportedVersion => 505,
@@ -164,7 +167,9 @@ pub struct Progress {
 
 impl Progress {
     /// Parses the request at the start of `buf`, which must start where the previous
-    /// call's `buf` started (and extend it) until the result is not `Partial`.
+    /// call's `buf` started (and extend it) until the result is not `Partial`. A
+    /// complete head starts it afresh, ready for the next request; after an error,
+    /// start from `Progress::default()`.
     pub fn parse<'a>(&mut self, buf: &'a [u8], limits: &Limits) -> Result<Status<Request<'a>>, Error> {
         let start = skip_empty_line(buf);
         // Three bytes back: a head's end seen in part last time ("\r\n\r").

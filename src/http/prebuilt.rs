@@ -173,7 +173,8 @@ impl Variants {
     }
 }
 
-/// Formats `now` as an IMF-fixdate, for [`Response::set_date`].
+/// Formats `now` as an IMF-fixdate, the value of a `Date` header: for
+/// [`Response::set_date`], or a protocol's own `Date` renewed in `on_tick`.
 pub fn http_date(now: SystemTime) -> [u8; DATE_LEN] {
     super::date::imf_fixdate(now)
 }

@@ -114,10 +114,16 @@ impl<'a> Io<'a> {
     /// is sent or the connection is gone) or shared (an `Arc<File>`, such as a body
     /// every answer repeats, made with [`sealed_file`](super::sealed_file)).
     ///
+    /// A range of more than the budget (256 KiB) makes [`is_full`](Io::is_full) true
+    /// at once: write one, then pause until it is sent. An empty range writes
+    /// nothing.
+    ///
     /// The bytes sent are those the file holds when the socket takes them: a file
     /// changed while it is sent may go out part old, part new, unless it is sealed.
     /// A file that ends before the range does closes the connection there, as the
-    /// answer cannot be completed.
+    /// answer cannot be completed: the peer sees the end of stream (or a reset)
+    /// short of what was promised, and `on_close` gets
+    /// [`Closed::WriteFailed`](super::Closed::WriteFailed)`(UnexpectedEof)`.
     pub fn write_file(&mut self, file: impl Into<Arc<File>>, offset: u64, len: usize) {
         self.output.write_file(file.into(), offset, len);
     }
