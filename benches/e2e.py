@@ -8,18 +8,35 @@ server CPU per request between two servers measured back to back in the same rou
 the table gives each ratio as the median of its per-round ratios, with the rounds.
 
 Servers (those installed or built; --servers picks):
-  percore   target/release/percore serve, one worker
-  baseline  another percore binary (--baseline PATH), e.g. the previous main's
-  floor     benches/floor/server.c: only the system calls a request needs
-  nginx     nginx-light, one worker, access_log off, sendfile off (and on, for files)
+  percore           target/release/percore serve, one worker (bodies of --sendfile-min
+                    64k or more by sendfile(2), smaller ones from memory)
+  percore-memory    the same with --sendfile-min off: every body from memory
+  percore-sendfile  the same with --sendfile-min 0: every body by sendfile(2)
+  baseline          another percore binary (--baseline PATH), e.g. the previous main's
+  floor             benches/floor/server.c: only the system calls a request needs
+  nginx             nginx-light, one worker, access_log off, sendfile off
+  nginx-sendfile    the same with sendfile on and tcp_nopush on; beside nginx for
+                    every body shape without asking
+The floor answers no body shapes; percore-memory and percore-sendfile answer only
+body shapes (elsewhere they are percore), and only when named in --servers or
+added beside percore by --sendfile-variants.
 
-Shapes (--shapes picks):
-  ka-cN        wrk -t1 -cN, keep-alive
-  pipe16-c100  wrk -t1 -c100, 16 requests in each write
-  close-c100   ab -c100 without -k: a connection per request
-  body1m-c100  wrk -t1 -c100 for a 1 MiB body (percore --body-file; nginx a file,
-               sendfile off, and on beside it as nginx-sendfile)
-  idle-10k     10,000 idle keep-alive connections: the worker's RSS per connection
+Shapes (--shapes picks; `bodies` stands for the five body shapes):
+  ka-cN          wrk -t1 -cN, keep-alive
+  pipe16-c100    wrk -t1 -c100, 16 requests in each write
+  close-c100     ab -c100 without -k: a connection per request
+  bodySIZE-c100  wrk -t1 -c100 for a body of SIZE: 4k, 16k, 64k, 256k or 1m (KiB,
+                 MiB), random bytes in a file of the workdir (percore --body-file;
+                 nginx that file); not asked for, only body64k-c100 and body1m-c100
+  idle-10k       10,000 idle keep-alive connections: the worker's RSS per connection
+
+After the table of percore's ratios, the body shapes get one of their own: each
+server's requests/s, CPU per request and share of its CPU, and its CPU per request
+over nginx-sendfile's, the median of the per-round ratios (the rounds in brackets).
+The sendfile threshold, all five sizes by each way of sending (5 x 5 x 5 loads of
+--duration, plus a second of warm-up each: about 14 minutes at the default 5 s):
+
+    python3 benches/e2e.py --shapes bodies --servers percore,nginx --sendfile-variants
 
     python3 benches/e2e.py                        # builds percore, 5 rounds of 5 s
     python3 benches/e2e.py --rounds 3 --duration 3 --shapes ka-c100,pipe16-c100
@@ -63,16 +80,25 @@ PIPELINE_LUA = 'init = function(args)\n  local r = {}\n  for i = 1, 16 do r[i] =
 NGINX_CONF = """daemon off; master_process off; worker_processes 1;
 pid {dir}/nginx.pid; error_log {dir}/error.log crit; worker_rlimit_nofile 65536;
 events {{ worker_connections 65536; use epoll; }}
-http {{ access_log off; keepalive_requests 1000000; sendfile {sendfile};
+http {{ access_log off; keepalive_requests 1000000; {sendfile}
   client_body_temp_path {dir}/body; proxy_temp_path {dir}/proxy; fastcgi_temp_path {dir}/fastcgi;
   uwsgi_temp_path {dir}/uwsgi; scgi_temp_path {dir}/scgi;
   server {{ listen 127.0.0.1:{port} backlog=4096;
     location / {{ default_type text/plain; return 200 "hello, world!\\n"; }}
     location = /body {{ default_type application/octet-stream; alias {body}; }} }} }}
 """
-SHAPES = ['ka-c30', 'ka-c100', 'ka-c1000', 'pipe16-c100', 'close-c100', 'body1m-c100', 'idle-10k']
+# nginx's sendfile directives: nginx-sendfile corks the head with the file's first
+# bytes (tcp_nopush, which nginx sets only where it sends with sendfile).
+NGINX_SENDFILE = {'nginx': 'sendfile off;', 'nginx-sendfile': 'sendfile on; tcp_nopush on;'}
+BODY_SIZES = {'body4k-c100': 4 << 10, 'body16k-c100': 16 << 10, 'body64k-c100': 64 << 10,
+              'body256k-c100': 256 << 10, 'body1m-c100': 1 << 20}
+SHAPES = ['ka-c30', 'ka-c100', 'ka-c1000', 'pipe16-c100', 'close-c100'] + list(BODY_SIZES) + ['idle-10k']
+DEFAULT_SHAPES = ['ka-c30', 'ka-c100', 'ka-c1000', 'pipe16-c100', 'close-c100', 'body64k-c100', 'body1m-c100',
+                  'idle-10k']
+SERVERS = ['percore', 'percore-memory', 'percore-sendfile', 'baseline', 'floor', 'nginx', 'nginx-sendfile']
+# percore's variants, by the --sendfile-min each runs with (percore: the default).
+SENDFILE_MIN = {'percore-memory': 'off', 'percore-sendfile': '0'}
 AB_REQUESTS = 20000
-BODY_SIZE = 1024 * 1024
 
 
 def main():
@@ -83,8 +109,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--rounds', type=int, default=5)
     ap.add_argument('--duration', type=int, default=5, help='seconds per load (default 5)')
-    ap.add_argument('--shapes', default=','.join(SHAPES))
-    ap.add_argument('--servers', default='percore,baseline,floor,nginx')
+    ap.add_argument('--shapes', default=','.join(DEFAULT_SHAPES),
+                    help=f'default {",".join(DEFAULT_SHAPES)}; known {",".join(SHAPES)}; '
+                         '`bodies`: the five body shapes')
+    ap.add_argument('--servers', default='percore,baseline,floor,nginx',
+                    help=f'default percore,baseline,floor,nginx; known {",".join(SERVERS)}')
+    ap.add_argument('--sendfile-variants', action='store_true',
+                    help='for the body shapes, percore-memory (--sendfile-min off) and percore-sendfile '
+                         '(--sendfile-min 0) beside percore')
     ap.add_argument('--baseline', help='another percore binary to compare with')
     ap.add_argument('--server-cpu', type=int, default=0)
     ap.add_argument('--load-cpu', type=int, default=1)
@@ -99,13 +131,16 @@ def main():
     with tempfile.TemporaryDirectory(prefix='percore-e2e-') as workdir:
         servers = available_servers(args, workdir)
         shapes = available_shapes(args.shapes.split(','))
-        body = os.path.join(workdir, 'body')
-        with open(body, 'wb') as f:
-            f.write(os.urandom(BODY_SIZE))
+        bodies = {}
+        for shape in shapes:
+            if shape in BODY_SIZES:
+                bodies[shape] = os.path.join(workdir, f'body-{shape[4:].split("-")[0]}')
+                with open(bodies[shape], 'wb') as f:
+                    f.write(os.urandom(BODY_SIZES[shape]))
         lua = os.path.join(workdir, 'pipeline.lua')
         with open(lua, 'w') as f:
             f.write(PIPELINE_LUA)
-        env = dict(workdir=workdir, body=body, lua=lua, args=args)
+        env = dict(workdir=workdir, bodies=bodies, lua=lua, args=args)
         results = []
         for round_ in range(args.rounds):
             for shape in shapes:
@@ -113,8 +148,8 @@ def main():
                     result = measure(server, shape, env)
                     result.update(server=server, shape=shape, round=round_)
                     results.append(result)
-                    say(f'round {round_ + 1}/{args.rounds} {shape:12} {server:15} ' + summary(result))
-    report(results, args, table)
+                    say(f'round {round_ + 1}/{args.rounds} {shape:13} {server:16} ' + summary(result))
+    report(results, args, lambda results, args: table(results, args) + body_table(results))
 
 
 def report(results, args, make_table):
@@ -126,14 +161,21 @@ def report(results, args, make_table):
 
 
 def available_servers(args, workdir):
+    names = list(dict.fromkeys(args.servers.split(',')))
+    for name in names:
+        if name not in SERVERS:
+            sys.exit(f'unknown server {name}; known: {", ".join(SERVERS)}')
+    if args.sendfile_variants and 'percore' in names:
+        at = names.index('percore') + 1
+        names[at:at] = [v for v in SENDFILE_MIN if v not in names]
     servers = []
-    for name in args.servers.split(','):
+    for name in names:
         if name == 'baseline' and not args.baseline:
             continue
         if name == 'baseline' and not os.access(args.baseline, os.X_OK):
             sys.exit(f'--baseline {args.baseline}: not an executable')
-        if name == 'nginx' and not shutil.which('nginx'):
-            say('skipped nginx: not installed (apt-get install nginx-light)')
+        if name.startswith('nginx') and not shutil.which('nginx'):
+            say(f'skipped {name}: nginx is not installed (apt-get install nginx-light)')
             continue
         if name == 'floor' and not build_floor(workdir):
             continue
@@ -144,7 +186,8 @@ def available_servers(args, workdir):
 def available_shapes(shapes):
     tools = {'ab': 'apache2-utils', 'wrk': 'wrk'}
     kept = []
-    for shape in shapes:
+    shapes = [s for shape in shapes for s in (BODY_SIZES if shape == 'bodies' else [shape])]
+    for shape in dict.fromkeys(shapes):
         if shape not in SHAPES:
             sys.exit(f'unknown shape {shape}; known: {", ".join(SHAPES)}')
         tool = 'ab' if shape.startswith('close') else 'wrk'
@@ -156,10 +199,13 @@ def available_shapes(shapes):
 
 
 def servers_for(shape, servers):
-    """Who serves a shape: the floor answers hellos only; files get nginx twice."""
-    chosen = [s for s in servers if not (s == 'floor' and shape in ('body1m-c100', 'idle-10k'))]
-    if shape == 'body1m-c100' and 'nginx' in chosen:
-        chosen.append('nginx-sendfile')
+    """Who serves a shape: the floor answers hellos only; percore's sendfile variants
+    and nginx-sendfile bodies only; a body gets nginx twice, without sendfile and with."""
+    body = shape in BODY_SIZES
+    chosen = [s for s in servers if not (s == 'floor' and (body or shape == 'idle-10k'))
+              and (body or s not in SENDFILE_MIN and s != 'nginx-sendfile')]
+    if body and 'nginx' in chosen and 'nginx-sendfile' not in chosen:
+        chosen.insert(chosen.index('nginx') + 1, 'nginx-sendfile')
     return chosen
 
 
@@ -182,19 +228,20 @@ def build_floor(workdir, part='server'):
 def start(server, shape, port, env):
     """Starts `server` pinned to the server CPU, in a session of its own."""
     args, workdir = env['args'], env['workdir']
-    body = ['--body-file', env['body']] if shape.startswith('body') else []
-    if server in ('percore', 'baseline'):
-        binary = PERCORE if server == 'percore' else args.baseline
+    body_file = env['bodies'].get(shape, '/dev/null')
+    body = ['--body-file', body_file] if shape in BODY_SIZES else []
+    if server.startswith('percore') or server == 'baseline':
+        binary = args.baseline if server == 'baseline' else PERCORE
+        sendfile_min = ['--sendfile-min', SENDFILE_MIN[server]] if server in SENDFILE_MIN else []
         cmd = [binary, 'serve', '--bind', '127.0.0.1', '--port', str(port), '--workers', '1',
-               '--keepalive-timeout', '0'] + body
+               '--keepalive-timeout', '0'] + body + sendfile_min
     elif server == 'floor':
         close = ['close'] if shape.startswith('close') else []
         cmd = [os.path.join(workdir, 'floor-server'), str(port), '1', 'nopin'] + close
     else:
         conf = os.path.join(workdir, f'{server}.conf')
-        sendfile = 'on' if server == 'nginx-sendfile' else 'off'
         with open(conf, 'w') as f:
-            f.write(NGINX_CONF.format(dir=workdir, port=port, sendfile=sendfile, body=env['body']))
+            f.write(NGINX_CONF.format(dir=workdir, port=port, sendfile=NGINX_SENDFILE[server], body=body_file))
         cmd = ['nginx', '-p', workdir, '-c', conf]
     proc = subprocess.Popen(['taskset', '-c', str(args.server_cpu)] + cmd, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
@@ -234,7 +281,7 @@ def load(shape, port, env, warm_up=False):
     args = env['args']
     pin = ['taskset', '-c', str(args.load_cpu)]
     connections = shape.rsplit('-c', 1)[1]
-    path = '/body' if shape.startswith('body') else '/'
+    path = '/body' if shape in BODY_SIZES else '/'
     url = f'http://127.0.0.1:{port}{path}'
     if shape.startswith('close'):
         count = AB_REQUESTS // 10 if warm_up else AB_REQUESTS
@@ -332,10 +379,11 @@ def summary(r):
 
 def table(results, args):
     """One markdown table: medians per shape and server, and percore's ratio of CPU
-    per request to each other server's, the median of per-round ratios."""
+    per request to each other server's, the median of per-round ratios (percore's own
+    sendfile variants are left to the body table)."""
     shapes = list(dict.fromkeys(r['shape'] for r in results))
     servers = list(dict.fromkeys(r['server'] for r in results))
-    refs = [s for s in servers if s != 'percore']
+    refs = [s for s in servers if s != 'percore' and s not in SENDFILE_MIN]
     out = [f'{args.rounds} rounds of {args.duration} s; server on CPU {args.server_cpu}, load on CPU '
            f'{args.load_cpu}; medians; a ratio is percore\'s CPU per request over the other\'s, the median of '
            f'its per-round ratios (the rounds in brackets).', '']
@@ -368,6 +416,33 @@ def table(results, args):
             row.append(f'{statistics.median(ratios):.2f} ({" ".join(f"{x:.2f}" for x in ratios)})'
                        if ratios else '–')
         out.append('| ' + ' | '.join(row) + ' |')
+    return '\n'.join(out)
+
+
+def body_table(results, ref='nginx-sendfile'):
+    """A second markdown table, for the body shapes: each server's medians, the share
+    of its CPU it used (CPU per request times requests/s), and its CPU per request
+    over `ref`'s, the median of per-round ratios. Empty without body shapes."""
+    shapes = [s for s in dict.fromkeys(r['shape'] for r in results) if s in BODY_SIZES]
+    if not shapes:
+        return ''
+    out = ['', '', f'Bodies: each server\'s medians; server CPU is CPU per request times requests/s; the ratio is '
+           f'the server\'s CPU per request over {ref}\'s, the median of its per-round ratios (the rounds in '
+           f'brackets).', '',
+           f'| shape | server | req/s | p99 | CPU/req | server CPU | CPU/req over {ref}\'s |', '|---|---|---|---|---|---|---|']
+    for shape in shapes:
+        theirs = {r['round']: r['cpu_us'] for r in results if r['shape'] == shape and r['server'] == ref}
+        for server in dict.fromkeys(r['server'] for r in results if r['shape'] == shape):
+            mine = [r for r in results if r['shape'] == shape and r['server'] == server]
+            p99s = [r['p99_ms'] for r in mine if r['p99_ms'] is not None]
+            ratios = [r['cpu_us'] / theirs[r['round']] for r in mine if theirs.get(r['round'])]
+            row = [shape, server, f'{statistics.median(r["rps"] for r in mine):,.0f}',
+                   f'{statistics.median(p99s):.2f} ms' if p99s else '–',
+                   f'{statistics.median(r["cpu_us"] for r in mine):.2f} µs',
+                   f'{statistics.median(r["cpu_us"] * r["rps"] / 1e6 for r in mine):.0%}',
+                   f'{statistics.median(ratios):.2f} ({" ".join(f"{x:.2f}" for x in ratios)})'
+                   if ratios and server != ref else '–']
+            out.append('| ' + ' | '.join(row) + ' |')
     return '\n'.join(out)
 
 
@@ -405,7 +480,8 @@ def compare_main(argv):
             if shutil.which('nginx'):
                 port, conf = free_port(), os.path.join(workdir, 'nginx.conf')
                 with open(conf, 'w') as f:
-                    f.write(NGINX_CONF.format(dir=workdir, port=port, sendfile='off', body='/dev/null'))
+                    f.write(NGINX_CONF.format(dir=workdir, port=port, sendfile=NGINX_SENDFILE['nginx'],
+                                              body='/dev/null'))
                 targets.append(('nginx', port, f'nginx -p {workdir} -c {conf}'))
             port = free_port()
             targets.append(('percore', port, f'{PERCORE} serve --bind 127.0.0.1 --port {port} --workers 1 '
@@ -456,7 +532,7 @@ def loaders_main(argv):
         lua = os.path.join(workdir, 'pipeline.lua')
         with open(lua, 'w') as f:
             f.write(PIPELINE_LUA)
-        env = dict(workdir=workdir, body=None, lua=lua, args=args)
+        env = dict(workdir=workdir, bodies={}, lua=lua, args=args)
         port = free_port()
         proc = start(args.server, 'ka-c100', port, env)
         env['server'] = proc.pid
