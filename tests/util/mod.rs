@@ -40,7 +40,7 @@ pub use self::{
     },
     procfs::{
         children_of, cpu_ticks, cpus_allowed, is_running, proc_state, signal_pending, stat_fields,
-        tcp_queues, thread_cpus_allowed, vm_kib, SIGTERM,
+        tcp_queues, tcp_queues_of, thread_cpus_allowed, vm_kib, SIGTERM,
     },
     scripted::ScriptedServer,
     server::{example_bin, percore_bin, Server},

@@ -89,13 +89,7 @@ pub fn vm_kib(pid: u32, field: &str) -> u64 {
 /// and the peer has not acknowledged, `rx` what arrived and its owner has not read.
 /// None if there is no such socket.
 pub fn tcp_queues(local: SocketAddr, remote: SocketAddr) -> Option<(u64, u64)> {
-    // An IPv4 address as /proc/net/tcp writes it: the address in host byte order
-    // (little-endian here), then the port, both in hex.
-    let hex = |addr: SocketAddr| match addr.ip() {
-        IpAddr::V4(ip) => format!("{:08X}:{:04X}", u32::from_le_bytes(ip.octets()), addr.port()),
-        IpAddr::V6(_) => panic!("tcp_queues reads IPv4 sockets only, not {addr}"),
-    };
-    let (local, remote) = (hex(local), hex(remote));
+    let (local, remote) = (proc_net_tcp_address(local), proc_net_tcp_address(remote));
     let table = std::fs::read_to_string("/proc/net/tcp").expect("reading /proc/net/tcp");
     table.lines().skip(1).find_map(|line| {
         let fields: Vec<&str> = line.split_whitespace().collect();
@@ -105,4 +99,38 @@ pub fn tcp_queues(local: SocketAddr, remote: SocketAddr) -> Option<(u64, u64)> {
         let (tx, rx) = fields.get(4)?.split_once(':')?;
         Some((u64::from_str_radix(tx, 16).ok()?, u64::from_str_radix(rx, 16).ok()?))
     })
+}
+
+/// [`tcp_queues`] of each (local, remote) pair of `sockets`, in order, from one reading
+/// of /proc/net/tcp: for many sockets at once.
+pub fn tcp_queues_of(sockets: &[(SocketAddr, SocketAddr)]) -> Vec<Option<(u64, u64)>> {
+    let table = std::fs::read_to_string("/proc/net/tcp").expect("reading /proc/net/tcp");
+    let mut queues = std::collections::HashMap::new();
+    for line in table.lines().skip(1) {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let (Some(&local), Some(&remote), Some(queue)) = (fields.get(1), fields.get(2), fields.get(4)) else {
+            continue;
+        };
+        let Some((tx, rx)) = queue.split_once(':') else { continue };
+        if let (Ok(tx), Ok(rx)) = (u64::from_str_radix(tx, 16), u64::from_str_radix(rx, 16)) {
+            // The first of the same pair, as `tcp_queues` finds it.
+            queues.entry((local, remote)).or_insert((tx, rx));
+        }
+    }
+    sockets
+        .iter()
+        .map(|&(local, remote)| {
+            let (local, remote) = (proc_net_tcp_address(local), proc_net_tcp_address(remote));
+            queues.get(&(local.as_str(), remote.as_str())).copied()
+        })
+        .collect()
+}
+
+/// An IPv4 address as /proc/net/tcp writes it: the address in host byte order
+/// (little-endian here), then the port, both in hex.
+fn proc_net_tcp_address(addr: SocketAddr) -> String {
+    match addr.ip() {
+        IpAddr::V4(ip) => format!("{:08X}:{:04X}", u32::from_le_bytes(ip.octets()), addr.port()),
+        IpAddr::V6(_) => panic!("tcp_queues reads IPv4 sockets only, not {addr}"),
+    }
 }
