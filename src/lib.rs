@@ -8,7 +8,8 @@
 //! close any other connection of the loop (a relay, a proxy). The loop does every `accept`, `connect`, `recv`, `send` and
 //! `close`, keeps an incomplete message until the rest arrives, sends all the
 //! answers of one read in one system call, references shared bytes (a large body)
-//! instead of copying them, and holds back a client that does not read.
+//! instead of copying them, sends a range of a file with sendfile(2), and holds
+//! back a client that does not read.
 //! [`worker::run`] runs it on every core.
 //!
 //! A complete server that answers each line with its length:

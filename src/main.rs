@@ -1,3 +1,5 @@
+use std::fs::File;
+use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -40,7 +42,8 @@ fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         ..HelloConfig::default()
     };
     if let Some(text) = args.body {
-        config.body = body(text.into_bytes(), args.sendfile_min).map_err(|e| e.to_string())?;
+        let len = text.len() as u64;
+        config.body = body_from(text.as_bytes(), len, args.sendfile_min).map_err(|e| e.to_string())?;
     }
     let mut options = args.server.options(Opening::ClientSpeaksFirst);
     // A head up to the limit is the protocol's to refuse (431), not the loop's to cut.
@@ -67,10 +70,12 @@ impl Service for HelloService {
     fn load(&self) -> std::io::Result<HelloConfig> {
         let mut config = self.config.clone();
         if let Some(path) = &self.body_file {
-            let bytes = std::fs::read(path).map_err(|e| {
+            let file = File::open(path);
+            config.body = file
+                .and_then(|file| body_from(&file, file.metadata()?.len(), self.sendfile_min))
+                .map_err(|e| {
                 std::io::Error::new(e.kind(), format!("cannot read --body-file {}: {e}", path.display()))
             })?;
-            config.body = body(bytes, self.sendfile_min)?;
         }
         Ok(config)
     }
@@ -80,18 +85,23 @@ impl Service for HelloService {
     }
 }
 
-/// `bytes` as a response body: sealed in a memfd for sendfile(2) from `sendfile_min`
-/// bytes on, else held in memory.
-fn body(bytes: Vec<u8>, sendfile_min: u64) -> std::io::Result<Body> {
-    if (bytes.len() as u64) < sendfile_min {
-        return Ok(Body::bytes(bytes));
+/// The `len` bytes `from` reads as a response body: from `sendfile_min` bytes on,
+/// sealed in a memfd for sendfile(2) (from a file, copied in the kernel: the body
+/// never passes through the master's memory, nor its allocator's, which its workers
+/// would inherit); else read into memory.
+fn body_from(mut from: impl Read, len: u64, sendfile_min: u64) -> std::io::Result<Body> {
+    if len >= sendfile_min {
+        let sealing = |e: std::io::Error| {
+            std::io::Error::new(
+                e.kind(),
+                format!("cannot seal the body in a memfd (try --sendfile-min off): {e}"),
+            )
+        };
+        return Body::sealed(from).map_err(sealing);
     }
-    Body::sealed(&bytes).map_err(|e| {
-        std::io::Error::new(
-            e.kind(),
-            format!("cannot seal the body in a memfd (try --sendfile-min off): {e}"),
-        )
-    })
+    let mut bytes = Vec::new();
+    from.read_to_end(&mut bytes)?;
+    Ok(Body::bytes(bytes))
 }
 
 /// A count from the command line as a `usize`; saturating on 32-bit targets.

@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use socket2::{Domain, Socket, Type};
 use util::{
-    connect, request, signal, tcp_queues, tcp_queues_of, vm_kib, wait_until, worker_lines, Client, Method,
-    Response, Server, TempFile, IO_TIMEOUT, OK, WAIT,
+    children_of, connect, request, signal, tcp_queues, tcp_queues_of, vm_kib, wait_until, worker_lines,
+    Client, Method, Response, Server, TempFile, IO_TIMEOUT, OK, WAIT,
 };
 
 const MIB: usize = 1024 * 1024;
@@ -335,7 +335,7 @@ fn a_reload_mid_transfer_finishes_the_old_body_and_serves_the_new() {
     let b = pattern(5, a.len() - MIB + 12_345);
     let file = TempFile::with_contents(&a);
     // The old worker may take as long as it needs for the transfer it was in.
-    let (server, _) = one_worker(&["--body-file", file.path(), "--shutdown-timeout", "60"]);
+    let (server, old_worker) = one_worker(&["--body-file", file.path(), "--shutdown-timeout", "60"]);
     let mut first = connect_with(server.addr(), 64 * 1024, None);
     get_head(&mut first, a.len());
     let half = a.len() / 2;
@@ -354,6 +354,14 @@ fn a_reload_mid_transfer_finishes_the_old_body_and_serves_the_new() {
         let what = "a new connection after the reload";
         assert_same(&got, &b, what);
         panic!("{what} did not get B");
+    }
+    // Neither the new worker nor the master that sealed B holds it in user memory (a
+    // buffer the master read it into, kept by its allocator, would be in both).
+    let new_worker = children_of(server.pid()).into_iter().find(|&pid| pid != old_worker);
+    let new_worker = new_worker.expect("a worker of the new generation");
+    for (what, pid) in [("the new worker", new_worker), ("the master", server.pid())] {
+        let rss = vm_kib(pid, "VmRSS");
+        assert!(rss < (b.len() / 1024) as u64, "{what}'s VmRSS is {rss} KiB; B is {} KiB", b.len() / 1024);
     }
     read_slowly(&mut first, &a, half, a.len(), 64 * 1024, pause, "the second half of A, after the reload");
 }

@@ -36,11 +36,15 @@ impl Body {
         Body(Held::Bytes(bytes.into()))
     }
 
-    /// A body held in a sealed memfd ([`sealed_file`]) and sent with sendfile(2):
-    /// no copy to the socket and no user memory, for large bodies (the hello
-    /// server's `--sendfile-min`). Each answer's head goes first, with `MSG_MORE`.
-    pub fn sealed(bytes: &[u8]) -> io::Result<Body> {
-        Ok(Body(Held::Sealed(Arc::new(sealed_file(bytes)?), bytes.len())))
+    /// A body of what `from` reads (bytes, or a file: copied in the kernel),
+    /// held in a sealed memfd ([`sealed_file`]) and sent with sendfile(2): no copy
+    /// to the socket and no user memory, for large bodies (the hello server's
+    /// `--sendfile-min`). Each answer's head goes first, with `MSG_MORE`.
+    pub fn sealed(from: impl io::Read) -> io::Result<Body> {
+        let file = sealed_file(from)?;
+        let len = usize::try_from(file.metadata()?.len())
+            .map_err(|_| io::Error::from(io::ErrorKind::FileTooLarge))?;
+        Ok(Body(Held::Sealed(Arc::new(file), len)))
     }
 
     /// Its length in bytes.
@@ -233,7 +237,7 @@ mod tests {
     #[test]
     fn a_sealed_body_is_written_after_its_head_as_a_file_range() {
         let bytes: Vec<u8> = (0..100_000).map(|i| (i % 251) as u8).collect();
-        let body = Body::sealed(&bytes).expect("a sealed memfd");
+        let body = Body::sealed(&bytes[..]).expect("a sealed memfd");
         assert_eq!(body.len(), bytes.len());
         let mut response = Response::new("200 OK", "text/plain", &[], &body);
         response.set_date(&example_date());

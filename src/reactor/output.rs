@@ -33,14 +33,15 @@ pub struct Output {
     len: usize,
 }
 
-/// A file in memory holding `bytes`, sealed so that they can never change
+/// A file in memory holding what `from` reads (bytes, `&body[..]`, or a file, copied
+/// in the kernel through no buffer of ours), sealed so that it can never change
 /// (memfd_create(2) with `F_SEAL_WRITE`, `F_SEAL_SHRINK` and `F_SEAL_GROW`): a body
 /// to send with [`Io::write_file`](super::Io::write_file) from many connections,
 /// each send reading the same pages, which no write can touch while the kernel
 /// sends them. Held once however many connections send it; it holds no user
 /// memory, and it is closed when the last `Arc` of it goes.
-pub fn sealed_file(bytes: &[u8]) -> io::Result<File> {
-    sys::sealed_memfd(c"percore", bytes)
+pub fn sealed_file(from: impl io::Read) -> io::Result<File> {
+    sys::sealed_memfd(c"percore", from)
 }
 
 /// A piece of output held by reference.
@@ -513,7 +514,7 @@ pub(super) mod tests {
     /// A sealed file of `len` distinct-ish bytes, and the bytes.
     fn sealed_pattern(len: usize) -> (Arc<File>, Vec<u8>) {
         let bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8 ^ (i >> 12) as u8).collect();
-        (Arc::new(sealed_file(&bytes).expect("a sealed memfd")), bytes)
+        (Arc::new(sealed_file(&bytes[..]).expect("a sealed memfd")), bytes)
     }
 
     #[test]

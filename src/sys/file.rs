@@ -3,20 +3,22 @@
 
 use std::ffi::CStr;
 use std::fs::File;
-use std::io::{self, Write};
+use std::io;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, RawFd};
 
-/// A file in memory holding `bytes`, sealed so that neither they nor its size can
-/// ever change (`F_SEAL_WRITE`, `F_SEAL_SHRINK`, `F_SEAL_GROW`, then `F_SEAL_SEAL`):
-/// pages the kernel is still sending from it are the pages that were written. It is
+/// A file in memory holding what `from` reads to its end, sealed so that neither its
+/// bytes nor its size can ever change (`F_SEAL_WRITE`, `F_SEAL_SHRINK`,
+/// `F_SEAL_GROW`, then `F_SEAL_SEAL`): pages the kernel is still sending from it are
+/// the pages that were written. From a file, the bytes are copied in the kernel
+/// (`io::copy`: copy_file_range or sendfile), through no buffer of ours. It is
 /// close-on-exec and shows in /proc as `memfd:NAME`.
-pub fn sealed_memfd(name: &CStr, bytes: &[u8]) -> io::Result<File> {
+pub fn sealed_memfd(name: &CStr, mut from: impl io::Read) -> io::Result<File> {
     let flags = libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING;
     // SAFETY: `name` is a NUL-terminated string the kernel only reads.
     let fd = syscall!(memfd_create(name.as_ptr(), flags))?;
     // SAFETY: memfd_create returned a new descriptor that nothing else owns.
     let mut file = unsafe { File::from_raw_fd(fd) };
-    file.write_all(bytes)?;
+    io::copy(&mut from, &mut file)?;
     let seals = libc::F_SEAL_WRITE | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
     // SAFETY: F_ADD_SEALS takes an int and no memory of ours; the descriptor is open.
     syscall!(fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, seals))?;
