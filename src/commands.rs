@@ -256,7 +256,7 @@ pub struct ServeArgs {
     /// Bodies of this size or more are sealed in a memfd and sent with sendfile(2),
     /// from the page cache to the socket without a copy; smaller ones from memory.
     /// Suffixes k, m, g; `off` sends every body from memory.
-    #[arg(long, value_name = "BYTES", default_value = "64k", value_parser = parse_sendfile_min)]
+    #[arg(long, value_name = "BYTES", default_value = "16k", value_parser = parse_sendfile_min)]
     pub sendfile_min: u64,
 
     /// Send each answer this long after its request arrived (10ms, 1.5s), as a

@@ -1,5 +1,5 @@
 //! Bodies sent with sendfile(2) from a sealed memfd (a `--body-file` of
-//! `--sendfile-min` bytes or more, 64 KiB by default): byte for byte to many slow
+//! `--sendfile-min` bytes or more, 16 KiB by default): byte for byte to many slow
 //! readers, none of it in the worker's memory however many clients leave it unread,
 //! in order between pipelined answers, from the old file to a client that was
 //! mid-transfer across a reload, and cut off by the send timeout mid-file.
