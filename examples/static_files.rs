@@ -247,8 +247,6 @@ impl Protocol for StaticFiles {
                     return Verdict::close(at);
                 }
             };
-            // The next head starts a parse of its own.
-            conn.progress = Progress::default();
             at += request.head_len;
             if !self.answer(&request, io) {
                 return Verdict::close(at);

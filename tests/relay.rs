@@ -9,7 +9,6 @@ mod util;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread;
@@ -17,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use socket2::{Domain, Socket, Type};
 use util::{
-    connect, run_capturing_within, signal, tcp_queues, tool_available, vm_kib, wait_until, worker_lines,
-    Server, TempFile, IO_TIMEOUT, OK, WAIT,
+    connect, run_wrk, signal, tcp_queues, tool_available, vm_kib, wait_until, worker_lines, Server, TempFile,
+    IO_TIMEOUT, OK, WAIT,
 };
 
 /// The size of the large bodies: far more than every socket buffer and the relay's
@@ -422,18 +421,7 @@ fn wrk_through_the_relay_sees_no_errors() {
     let origin = backend(&[]);
     let (relay, _) = relay(&[origin.addr()], &[]);
     let url = format!("http://{}/", relay.addr());
-    let args = ["-t1", "-c100", "-d2s", "--timeout", "10s", &url];
-    let run = run_capturing_within(Path::new("wrk"), &args, WAIT + Duration::from_secs(15));
-    let out = &run.stdout;
-    assert!(run.status.success(), "wrk failed ({}):\n{out}\n{}", run.status, run.stderr);
-    assert!(!out.contains("Socket errors"), "wrk saw socket errors:\n{out}");
-    assert!(!out.contains("Non-2xx"), "wrk saw answers that are not 2xx:\n{out}");
-    let requests: u64 = out
-        .lines()
-        .find_map(|line| line.trim().split_once(" requests in ").map(|(n, _)| n.trim().to_string()))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no request count in wrk's output:\n{out}"));
-    assert!(requests > 0, "wrk made no request:\n{out}");
+    run_wrk(&["-t1", "-c100", "-d2s"], &url);
     // Both ends still answer after it.
     assert_eq!(relay.client().get("/").status_line, OK);
 }

@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use socket2::{Domain, Socket, Type};
 use util::{
-    connect, date_of, run_capturing_within, tool_available, Client, Method, Response, Server, IO_TIMEOUT, OK,
-    WAIT,
+    connect, date_of, run_capturing_within, run_wrk, tool_available, Client, Method, Response, Server,
+    IO_TIMEOUT, OK, WAIT,
 };
 
 /// The receive buffer of a client that reads slowly, so that what it has not read
@@ -456,18 +456,7 @@ fn wrk_sees_no_errors_on_a_64_kib_file() {
     site.write("64k.bin", &body);
     let server = site.serve();
     let url = format!("http://{}/64k.bin", server.addr());
-    let args = ["-t1", "-c10", "-d1s", "--timeout", "10s", &url];
-    let run = run_capturing_within(Path::new("wrk"), &args, WAIT + Duration::from_secs(15));
-    let out = &run.stdout;
-    assert!(run.status.success(), "wrk failed ({}):\n{out}\n{}", run.status, run.stderr);
-    assert!(!out.contains("Socket errors"), "wrk saw socket errors:\n{out}");
-    assert!(!out.contains("Non-2xx"), "wrk saw answers that are not 2xx:\n{out}");
-    let requests: u64 = out
-        .lines()
-        .find_map(|line| line.trim().split_once(" requests in ").map(|(n, _)| n.trim().to_string()))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no request count in wrk's output:\n{out}"));
-    assert!(requests > 0, "wrk made no request:\n{out}");
+    run_wrk(&["-t1", "-c10", "-d1s"], &url);
     // The server still answers, whole, after it.
     let response = server.client().get("/64k.bin");
     assert_same_bytes(&response.body, &body, "the file after wrk");

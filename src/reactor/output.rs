@@ -406,6 +406,32 @@ pub(super) mod tests {
         (ours, peer)
     }
 
+    /// What a peer reads of `output` sent `times` over to a socket whose buffer it
+    /// fills: the first send takes part (asserted), the rest is queued, the later
+    /// copies are queued behind it, and the queue is flushed until empty.
+    fn sent_through_a_full_socket(output: &Output, times: usize) -> Vec<u8> {
+        let (writer, mut reader) = small_send_buffer_pair();
+        let reading = std::thread::spawn(move || {
+            let mut all = Vec::new();
+            reader.read_to_end(&mut all).map(|_| all)
+        });
+        let fd = writer.as_raw_fd();
+        let sent = output.send(fd).expect("the first send");
+        assert!(sent < output.len(), "the socket took everything at once; the test needs it full");
+        let mut queue = SendQueue::default();
+        queue.push(output, sent);
+        assert_eq!(queue.len(), output.len() - sent);
+        for _ in 1..times {
+            queue.push(output, 0);
+        }
+        while queue.len() > 0 {
+            queue.flush(fd).expect("a flush");
+            std::thread::yield_now();
+        }
+        drop(writer);
+        reading.join().expect("the reader").expect("reading")
+    }
+
     /// Copied and shared pieces, in an order that puts shared pieces side by side and
     /// at both ends: 64 answers of a head and a body, between two shared ones.
     fn mixed_output(body: &Arc<[u8]>) -> Output {
@@ -440,26 +466,8 @@ pub(super) mod tests {
     fn what_a_full_socket_refuses_is_queued_and_sent_later_byte_for_byte() {
         let body: Arc<[u8]> = (0..=255u8).cycle().take(70_000).collect::<Vec<_>>().into();
         let output = mixed_output(&body);
-        let (writer, mut reader) = small_send_buffer_pair();
         let expected = output.to_vec();
-        let reading = std::thread::spawn(move || {
-            let mut all = Vec::new();
-            reader.read_to_end(&mut all).map(|_| all)
-        });
-        let fd = writer.as_raw_fd();
-        let sent = output.send(fd).expect("the first send");
-        assert!(sent < output.len(), "the socket took everything at once; the test needs it full");
-        let mut queue = SendQueue::default();
-        queue.push(&output, sent);
-        assert_eq!(queue.len(), output.len() - sent);
-        // More output while the first is still queued goes behind it.
-        queue.push(&output, 0);
-        while queue.len() > 0 {
-            queue.flush(fd).expect("a flush");
-            std::thread::yield_now();
-        }
-        drop(writer);
-        let received = reading.join().expect("the reader").expect("reading");
+        let received = sent_through_a_full_socket(&output, 2);
         assert_eq!(received.len(), 2 * expected.len());
         assert!(received[..expected.len()] == expected[..], "the first output, byte for byte");
         assert!(received[expected.len()..] == expected[..], "the second, after it");
@@ -545,22 +553,7 @@ pub(super) mod tests {
         ]
         .concat();
         assert!(expected == in_order, "to_vec reads the ranges in place");
-        let (writer, mut reader) = small_send_buffer_pair();
-        let reading = std::thread::spawn(move || {
-            let mut all = Vec::new();
-            reader.read_to_end(&mut all).map(|_| all)
-        });
-        let fd = writer.as_raw_fd();
-        let sent = output.send(fd).expect("the first send");
-        assert!(sent < output.len(), "the socket took everything at once; the test needs it full");
-        let mut queue = SendQueue::default();
-        queue.push(&output, sent);
-        while queue.len() > 0 {
-            queue.flush(fd).expect("a flush");
-            std::thread::yield_now();
-        }
-        drop(writer);
-        let received = reading.join().expect("the reader").expect("reading");
+        let received = sent_through_a_full_socket(&output, 1);
         assert!(received == expected, "byte for byte: {} of {} bytes", received.len(), expected.len());
     }
 

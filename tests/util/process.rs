@@ -284,6 +284,25 @@ pub fn tool_available(name: &str, package: &str) -> bool {
     false
 }
 
+/// Runs `wrk` with `args` on `url`, within WAIT and 15 s more, and asserts what its
+/// user would look at: it succeeded, with no socket errors and no answer outside 2xx.
+/// Returns the requests it made, at least one.
+pub fn run_wrk(args: &[&str], url: &str) -> u64 {
+    let all: Vec<&str> = args.iter().copied().chain(["--timeout", "10s", url]).collect();
+    let run = run_capturing_within(Path::new("wrk"), &all, super::WAIT + Duration::from_secs(15));
+    let out = &run.stdout;
+    assert!(run.status.success(), "wrk failed ({}):\n{out}\n{}", run.status, run.stderr);
+    assert!(!out.contains("Socket errors"), "wrk saw socket errors:\n{out}");
+    assert!(!out.contains("Non-2xx"), "wrk saw answers that are not 2xx:\n{out}");
+    let requests: u64 = out
+        .lines()
+        .find_map(|line| line.trim().split_once(" requests in ").map(|(n, _)| n.trim().to_string()))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no request count in wrk's output:\n{out}"));
+    assert!(requests > 0, "wrk made no request:\n{out}");
+    requests
+}
+
 /// `strace` attached to a running process, recording the system calls it is asked
 /// for to a file until [`finish`](Strace::finish). Killed on drop if not finished.
 pub struct Strace {
