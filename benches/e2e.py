@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""End-to-end comparison on this machine, in one run: the README's performance table.
+"""End-to-end comparison on this machine, in one run: docs/performance.md's tables.
 
 Each server is pinned to one CPU (--server-cpu) and loaded from another (--load-cpu),
 shape after shape, server after server, for --rounds rounds. A machine shared with
@@ -62,7 +62,7 @@ generator's own (run --server percore, a faster server, to see the generators'):
 The same servers through `percore bench compare` instead (`compare`): nginx (the
 baseline), percore and the floor started by compare itself on --server-cpu, each
 shape a comparison of its own, loaded by percore bench -t 1 on --load-cpu; prints
-each comparison's Markdown table and verdicts (the README's performance table):
+each comparison's Markdown table and verdicts (docs/performance.md's tables):
 
     python3 benches/e2e.py compare --rounds 5 --duration 5
 

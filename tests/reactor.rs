@@ -610,7 +610,7 @@ fn a_timer_that_closes_mid_message_lingers_until_the_peer_resets() {
 #[test]
 fn a_pipelining_client_cannot_starve_another() {
     const LINES: usize = 10_000;
-    // READS_PER_WAKE in the loop, which the README states: each call after a pause
+    // READS_PER_WAKE in the loop, which DESIGN.md states (16 reads per wake-up): each call after a pause
     // counts as one of them.
     const BUDGET: usize = 16;
     let (mut reactor, addr) = reactor(LinesInOrder::default(), Opening::ClientSpeaksFirst, Config::default());

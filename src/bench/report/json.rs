@@ -1,5 +1,5 @@
 //! The JSON report: every field of the text one, numbers unformatted (latencies in
-//! µs), and what ran. Its fields are documented in the README and kept stable; a
+//! µs), and what ran. Its fields are documented in docs/bench.md and kept stable; a
 //! change of meaning gets a new `format`.
 //!
 //! The same object, on one line, ends an interval log: `percore bench merge` reads
