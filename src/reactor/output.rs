@@ -407,17 +407,19 @@ pub(super) mod tests {
     }
 
     /// What a peer reads of `output` sent `times` over to a socket whose buffer it
-    /// fills: the first send takes part (asserted), the rest is queued, the later
-    /// copies are queued behind it, and the queue is flushed until empty.
+    /// fills: the first send, before the peer reads, takes part (asserted); the rest
+    /// is queued, the later copies behind it, and the queue is flushed until empty
+    /// while the peer reads.
     fn sent_through_a_full_socket(output: &Output, times: usize) -> Vec<u8> {
         let (writer, mut reader) = small_send_buffer_pair();
+        let fd = writer.as_raw_fd();
+        // Nothing reads yet: the first send stops where the socket's buffer is full.
+        let sent = output.send(fd).expect("the first send");
+        assert!(sent < output.len(), "the socket took everything at once; the test needs it full");
         let reading = std::thread::spawn(move || {
             let mut all = Vec::new();
             reader.read_to_end(&mut all).map(|_| all)
         });
-        let fd = writer.as_raw_fd();
-        let sent = output.send(fd).expect("the first send");
-        assert!(sent < output.len(), "the socket took everything at once; the test needs it full");
         let mut queue = SendQueue::default();
         queue.push(output, sent);
         assert_eq!(queue.len(), output.len() - sent);
