@@ -17,7 +17,8 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::DATE_LEN;
+/// Length of an IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`.
+pub const DATE_LEN: usize = 29;
 
 /// The last instant an IMF-fixdate can show, 9999-12-31 23:59:59, in seconds since
 /// the epoch: its year has four digits.
@@ -30,10 +31,11 @@ const DAY_NAMES: [&[u8; 3]; 7] = [b"Sun", b"Mon", b"Tue", b"Wed", b"Thu", b"Fri"
 const MONTH_NAMES: [&[u8; 3]; 12] =
     [b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov", b"Dec"];
 
-/// `now` as an IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`. A time before 1970 (a
+/// `now` as an IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`: the value of a `Date`
+/// header, for a protocol's own `Date` renewed in `on_tick`. A time before 1970 (a
 /// clock not yet set) shows as 1970-01-01 00:00:00, one after 9999 as the last second
 /// of 9999: a wrong date in a header is better than a worker that aborts.
-pub(crate) fn imf_fixdate(now: SystemTime) -> [u8; DATE_LEN] {
+pub fn http_date(now: SystemTime) -> [u8; DATE_LEN] {
     let seconds = now.duration_since(UNIX_EPOCH).map_or(0, |since| since.as_secs()).min(LAST_SECOND);
     let days = seconds / SECONDS_PER_DAY;
     let (year, month, day) = civil_from_days(days);
@@ -94,7 +96,7 @@ mod tests {
     }
 
     fn formatted(now: SystemTime) -> String {
-        String::from_utf8_lossy(&imf_fixdate(now)).into_owned()
+        String::from_utf8_lossy(&http_date(now)).into_owned()
     }
 
     #[test]

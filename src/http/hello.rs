@@ -4,9 +4,10 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant, SystemTime};
 
+use super::date::http_date;
 use super::memo::{Head, HeadMemo};
 use super::parse::{Limits, Method, Progress, Status, Version};
-use super::prebuilt::{http_date, Body, Persist, Response, Variants};
+use super::prebuilt::{Body, Persist, Response, Variants};
 use crate::reactor::{Counts, Flow, Io, Protocol, Verdict};
 
 /// Answers a connection may have waiting for their delay; then it is not read

@@ -7,11 +7,9 @@ use std::io;
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use super::date::{http_date, DATE_LEN};
 use super::parse::Version;
 use crate::reactor::{sealed_file, Io};
-
-/// Length of an IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`.
-pub const DATE_LEN: usize = 29;
 
 /// Bodies up to this size are copied with their head, so that an answer (and a
 /// pipeline of them) is one contiguous send; larger ones are referenced.
@@ -70,7 +68,7 @@ impl Default for Body {
 
 /// One complete response, ready to be written as it is.
 #[derive(Clone, Debug)]
-pub struct Response {
+pub(crate) struct Response {
     /// The head, followed by the body when the body is small.
     bytes: Vec<u8>,
     date_at: usize,
@@ -83,7 +81,7 @@ pub struct Response {
 impl Response {
     /// Lays out `HTTP/1.1 {status}`, `Server`, `Date`, `Content-Type`,
     /// `Content-Length`, then `headers` (name and value pairs), then `body`.
-    pub fn new(status: &str, content_type: &str, headers: &[(&str, &str)], body: &Body) -> Response {
+    pub(crate) fn new(status: &str, content_type: &str, headers: &[(&str, &str)], body: &Body) -> Response {
         let mut head = format!("HTTP/1.1 {status}\r\nServer: percore\r\nDate: ");
         let date_at = head.len();
         head.extend(http_date(SystemTime::now()).map(char::from));
@@ -106,7 +104,7 @@ impl Response {
 
     /// Writes the whole response to `io`: copied, or the head copied and the body
     /// referenced.
-    pub fn write(&self, io: &mut Io<'_>) {
+    pub(crate) fn write(&self, io: &mut Io<'_>) {
         io.write(&self.bytes);
         match &self.referenced {
             None => {}
@@ -116,19 +114,19 @@ impl Response {
     }
 
     /// Writes the head alone, as the answer to `HEAD`.
-    pub fn write_head(&self, io: &mut Io<'_>) {
+    pub(crate) fn write_head(&self, io: &mut Io<'_>) {
         io.write(&self.bytes[..self.head_len]);
     }
 
     /// Writes `date` (an IMF-fixdate) into the `Date` slot.
-    pub fn set_date(&mut self, date: &[u8; DATE_LEN]) {
+    pub(crate) fn set_date(&mut self, date: &[u8; DATE_LEN]) {
         self.bytes[self.date_at..self.date_at + DATE_LEN].copy_from_slice(date);
     }
 }
 
 /// Whether a connection stays open after a response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Persist {
+pub(crate) enum Persist {
     /// It stays open for the next request.
     KeepAlive,
     /// It closes after this response.
@@ -139,7 +137,7 @@ pub enum Persist {
 /// `Connection` header), kept open for HTTP/1.0 (`Connection: keep-alive`, which
 /// `ab -k` waits for), and closing (`Connection: close`).
 #[derive(Clone, Debug)]
-pub struct Variants {
+pub(crate) struct Variants {
     keep_alive: Response,
     keep_alive_http10: Response,
     close: Response,
@@ -147,7 +145,7 @@ pub struct Variants {
 
 impl Variants {
     /// Builds the three variants of one response.
-    pub fn new(status: &str, content_type: &str, headers: &[(&str, &str)], body: &Body) -> Variants {
+    pub(crate) fn new(status: &str, content_type: &str, headers: &[(&str, &str)], body: &Body) -> Variants {
         let with = |connection: Option<&str>| {
             let mut all = headers.to_vec();
             all.extend(connection.map(|value| ("Connection", value)));
@@ -161,7 +159,7 @@ impl Variants {
     }
 
     /// The variant for a request of `version` on a connection that `persists` or not.
-    pub fn pick(&self, version: Version, persists: Persist) -> &Response {
+    pub(crate) fn pick(&self, version: Version, persists: Persist) -> &Response {
         match (persists, version) {
             (Persist::Close, _) => &self.close,
             (Persist::KeepAlive, Version::Http11) => &self.keep_alive,
@@ -170,17 +168,11 @@ impl Variants {
     }
 
     /// Writes `date` into every variant.
-    pub fn set_date(&mut self, date: &[u8; DATE_LEN]) {
+    pub(crate) fn set_date(&mut self, date: &[u8; DATE_LEN]) {
         for response in [&mut self.keep_alive, &mut self.keep_alive_http10, &mut self.close] {
             response.set_date(date);
         }
     }
-}
-
-/// Formats `now` as an IMF-fixdate, the value of a `Date` header: for
-/// [`Response::set_date`], or a protocol's own `Date` renewed in `on_tick`.
-pub fn http_date(now: SystemTime) -> [u8; DATE_LEN] {
-    super::date::imf_fixdate(now)
 }
 
 #[cfg(test)]

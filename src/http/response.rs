@@ -16,6 +16,7 @@
 
 use super::chunked::ChunkedBody;
 use super::parse::Method;
+use super::response_error::ResponseError;
 use super::syntax::{
     agreed_length, all_bytes, connection_options, field_lines, find_head_end, is_value_byte, next_line,
     trim_ows,
@@ -61,43 +62,6 @@ impl ResponseHead {
         (100..200).contains(&self.status) && self.status != 101
     }
 }
-
-/// Why a response was refused. The connection cannot be used after any of them: where
-/// the response ends is unknown.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ResponseError {
-    /// The status line is not `HTTP/1.x SP 3DIGIT SP reason`.
-    StatusLine,
-    /// A header line (or trailer line) breaks the grammar.
-    Header,
-    /// `Content-Length` is not a number, overflows, or two of them disagree.
-    ContentLength,
-    /// A chunk size is not hex or overflows, a chunk extension has a control byte, or
-    /// chunk data is not followed by CRLF.
-    Chunk,
-    /// The head is larger than 64 KiB.
-    HeadTooLarge,
-    /// A chunk-size line, with its extensions, is longer than 4 KiB.
-    SizeLineTooLong,
-    /// The trailer section of a chunked body is larger than 64 KiB.
-    TrailersTooLarge,
-}
-
-impl std::fmt::Display for ResponseError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            ResponseError::StatusLine => "invalid status line",
-            ResponseError::Header => "invalid header line",
-            ResponseError::ContentLength => "invalid Content-Length",
-            ResponseError::Chunk => "invalid chunked body",
-            ResponseError::HeadTooLarge => "response head too large",
-            ResponseError::SizeLineTooLong => "chunk-size line too long",
-            ResponseError::TrailersTooLarge => "trailer section too large",
-        })
-    }
-}
-
-impl std::error::Error for ResponseError {}
 
 /// Whether more input may follow what [`ResponseReader::read`] is given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
