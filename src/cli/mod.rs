@@ -17,7 +17,7 @@ use crate::reactor::{Config, Protocol};
 use crate::worker::{self, Options, Pinning, PortSharing, Scheduling, Service, Steering, Stopped};
 pub use print::say;
 
-/// Connections per worker when `--max-conns` is not given, if the open-file limit
+/// Connections per worker when `--max-connections` is not given, if the open-file limit
 /// allows them.
 const DEFAULT_MAX_CONNS: u64 = 65536;
 
@@ -73,8 +73,9 @@ pub struct ServerArgs {
 
     /// Connections open at once per worker; at the limit a worker stops accepting
     /// until one closes [default: 65536, or fewer if the open-file limit says so].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_CONNS))]
-    pub max_conns: Option<u64>,
+    /// (The loop's max_connections.)
+    #[arg(long, visible_alias = "max-conns", value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_CONNS))]
+    pub max_connections: Option<u64>,
 
     /// Share the port with sockets already listening on it (SO_REUSEPORT, same
     /// user); without it, an address in use is an error.
@@ -93,23 +94,24 @@ pub struct ServerArgs {
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub stats: Option<u64>,
 
-    /// Seconds a request head may take to arrive, however slowly it trickles in,
-    /// and the most a body may fall behind --min-body-rate; then the connection is
-    /// closed without an answer. 0: no limit. (The loop's message_timeout: for
-    /// another protocol, a partial message.)
-    #[arg(long, value_name = "SECS", default_value_t = 10)]
-    pub header_timeout: u32,
+    /// Seconds a message (an HTTP request head) may take to arrive, however slowly
+    /// it trickles in, and the most a body may fall behind --min-input-rate; then the
+    /// connection is closed without an answer. 0: no limit. (The loop's
+    /// message_timeout; for HTTP, nginx's client_header_timeout.)
+    #[arg(long, visible_alias = "header-timeout", value_name = "SECS", default_value_t = 10)]
+    pub message_timeout: u32,
 
-    /// Bytes per second a request body must keep arriving at, on average (each
-    /// BYTES earn it a second, with --header-timeout of slack). 0: no minimum. (The
-    /// loop's min_input_rate.)
-    #[arg(long, value_name = "BYTES", default_value_t = 1024)]
-    pub min_body_rate: u32,
+    /// Bytes per second a message the protocol is busy with (an HTTP request body)
+    /// must keep arriving at, on average (each BYTES earn it a second, with
+    /// --message-timeout of slack). 0: no minimum. (The loop's min_input_rate.)
+    #[arg(long, visible_alias = "min-body-rate", value_name = "BYTES", default_value_t = 1024)]
+    pub min_input_rate: u32,
 
-    /// Seconds an idle keep-alive connection stays open. 0: no limit. (The loop's
-    /// idle_timeout: for another protocol, any idle connection, a relay's pair too.)
-    #[arg(long, value_name = "SECS", default_value_t = 60)]
-    pub keepalive_timeout: u32,
+    /// Seconds an idle connection (an HTTP keep-alive one, a relay's pair) stays
+    /// open. 0: no limit. (The loop's idle_timeout; for HTTP, nginx's
+    /// keepalive_timeout.)
+    #[arg(long, visible_alias = "keepalive-timeout", value_name = "SECS", default_value_t = 60)]
+    pub idle_timeout: u32,
 
     /// Seconds a client may leave our output unread before it is dropped. 0: no limit.
     #[arg(long, value_name = "SECS", default_value_t = 30)]
@@ -176,10 +178,10 @@ impl ServerArgs {
             drain_grace: Duration::from_secs(self.drain_grace),
             stats_interval: self.stats.map(Duration::from_secs),
             reactor: Config {
-                max_connections: usize::try_from(self.max_connections()).unwrap_or(usize::MAX),
-                message_timeout: self.header_timeout,
-                min_input_rate: self.min_body_rate,
-                idle_timeout: self.keepalive_timeout,
+                max_connections: usize::try_from(self.connection_limit()).unwrap_or(usize::MAX),
+                message_timeout: self.message_timeout,
+                min_input_rate: self.min_input_rate,
+                idle_timeout: self.idle_timeout,
                 send_timeout: self.send_timeout,
                 ..Config::default()
             },
@@ -202,19 +204,19 @@ impl ServerArgs {
         }
     }
 
-    /// `--max-conns`, or 65536 within what the open-file limit allows (raised to its
-    /// hard limit first). A `--max-conns` given is honoured, with a warning when the
+    /// `--max-connections`, or 65536 within what the open-file limit allows (raised to its
+    /// hard limit first). A `--max-connections` given is honoured, with a warning when the
     /// limit is lower (as nginx does with worker_connections): at the limit a worker
     /// refuses the connection at the head of its queue rather than stalling.
-    fn max_connections(&self) -> u64 {
+    fn connection_limit(&self) -> u64 {
         // Unknown (getrlimit failed): assume no limit rather than cap connections at 0.
         let limit = worker::raise_open_file_limit().unwrap_or(u64::MAX);
         let allowed = limit.saturating_sub(worker::OTHER_FDS).max(1);
-        let Some(asked) = self.max_conns else { return DEFAULT_MAX_CONNS.min(allowed) };
+        let Some(asked) = self.max_connections else { return DEFAULT_MAX_CONNS.min(allowed) };
         if asked > allowed {
             let needed = asked.saturating_add(worker::OTHER_FDS);
             say(format_args!(
-                "percore: warning: open-file limit {limit} is below the {needed} that --max-conns {asked} needs \
+                "percore: warning: open-file limit {limit} is below the {needed} that --max-connections {asked} needs \
                  per worker; raise it with ulimit -n (see sysctl.conf)"
             ));
         }
