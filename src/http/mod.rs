@@ -19,3 +19,4 @@ pub use parse::{parse, Error, Limits, Method, Progress, Request, Status, Version
 pub use prebuilt::Body;
 pub use response::{BodyKind, Framed, ResponseHead, ResponseReader, Stream};
 pub use response_error::ResponseError;
+pub use syntax::is_token;

@@ -8,6 +8,18 @@ pub(crate) fn is_tchar(b: u8) -> bool {
     TCHAR[b as usize]
 }
 
+/// Whether `bytes` is a token (RFC 9110, 5.6.2): one or more `tchar`, as a method or
+/// a header field's name must be.
+///
+/// ```
+/// use percore::http::is_token;
+/// assert!(is_token(b"X-Request-Id") && is_token(b"GET"));
+/// assert!(!is_token(b"") && !is_token(b"Bad Name") && !is_token(b"a:b"));
+/// ```
+pub fn is_token(bytes: &[u8]) -> bool {
+    !bytes.is_empty() && bytes.iter().all(|&b| is_tchar(b))
+}
+
 const TCHAR: [bool; 256] = alphanumeric_and(b"!#$%&'*+-.^_`|~");
 
 /// A byte class as a table: ASCII letters and digits, and the bytes of `extra`.
