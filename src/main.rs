@@ -13,8 +13,10 @@ use percore::worker::Service;
 mod bench;
 mod commands;
 mod tune;
+mod units;
 
 use commands::{Cli, Command, ServeArgs};
+use units::as_usize;
 
 fn main() -> ExitCode {
     let Cli { command } = Cli::parse();
@@ -36,7 +38,10 @@ fn serve(args: ServeArgs) -> Result<ExitCode, String> {
     }
     let mut config = HelloConfig {
         content_type: args.content_type,
-        limits: Limits { request_line: size(args.max_request_line), head: size(args.max_header_bytes) },
+        limits: Limits {
+            request_line: as_usize(args.max_request_line),
+            head: as_usize(args.max_header_bytes),
+        },
         max_body: args.max_body,
         delay: args.delay.unwrap_or_default(),
         ..HelloConfig::default()
@@ -102,9 +107,4 @@ fn body_from(mut from: impl Read, len: u64, sendfile_min: u64) -> std::io::Resul
     let mut bytes = Vec::new();
     from.read_to_end(&mut bytes)?;
     Ok(Body::bytes(bytes))
-}
-
-/// A count from the command line as a `usize`; saturating on 32-bit targets.
-fn size(n: u64) -> usize {
-    usize::try_from(n).unwrap_or(usize::MAX)
 }

@@ -18,7 +18,7 @@ struct Setting {
 
 /// How a live value compares with the recommendation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Verdict {
+enum Finding {
     /// The same.
     Ok,
     /// Better in some field, worse in none: kept.
@@ -51,9 +51,9 @@ fn numbers(value: &str) -> Option<Vec<u64>> {
 }
 
 impl Setting {
-    /// The verdict on `live`, and the value to set: each field the better of the
-    /// live one and the recommended one.
-    fn compare(&self, live: &[u64]) -> (Verdict, Vec<u64>) {
+    /// How `live` compares with the recommendation, and the value to set: each field
+    /// the better of the live one and the recommended one.
+    fn compare(&self, live: &[u64]) -> (Finding, Vec<u64>) {
         let (mut worse, mut better) = (false, false);
         let mut target = Vec::with_capacity(self.recommended.len());
         for ((&recommended, &higher), &live) in self.recommended.iter().zip(&self.higher_is_better).zip(live)
@@ -63,12 +63,12 @@ impl Setting {
             better |= live_better;
             target.push(if live_better { live } else { recommended });
         }
-        let verdict = match (worse, better) {
-            (true, _) => Verdict::Below,
-            (false, true) => Verdict::Better,
-            (false, false) => Verdict::Ok,
+        let finding = match (worse, better) {
+            (true, _) => Finding::Below,
+            (false, true) => Finding::Better,
+            (false, false) => Finding::Ok,
         };
-        (verdict, target)
+        (finding, target)
     }
 }
 
@@ -105,22 +105,22 @@ pub fn report() -> Result<ExitCode, String> {
             print_row(&setting.name, "(unreadable)", &recommended, "unknown");
             continue;
         };
-        let (verdict, target) = setting.compare(&live);
-        print_row(&setting.name, &join(&live), &recommended, verdict.word());
-        if verdict == Verdict::Below {
+        let (finding, target) = setting.compare(&live);
+        print_row(&setting.name, &join(&live), &recommended, finding.word());
+        if finding == Finding::Below {
             to_apply.push(format!("{}={}", setting.name, join(&target)));
         }
     }
     let ulimit = recommended_open_files().ok_or("sysctl.conf has no `# ulimit -n N` line")?;
     let files = live_open_files();
     let files_below = files.is_none_or(|files| files < ulimit);
-    let files_verdict = match files {
-        Some(files) if files > ulimit => Verdict::Better,
-        Some(files) if files == ulimit => Verdict::Ok,
-        _ => Verdict::Below,
+    let files_finding = match files {
+        Some(files) if files > ulimit => Finding::Better,
+        Some(files) if files == ulimit => Finding::Ok,
+        _ => Finding::Below,
     };
     let live_files = files.map_or("(unreadable)".to_string(), |n| n.to_string());
-    print_row("ulimit -n (open files)", &live_files, &ulimit.to_string(), files_verdict.word());
+    print_row("ulimit -n (open files)", &live_files, &ulimit.to_string(), files_finding.word());
     println!();
     if to_apply.is_empty() {
         println!("no kernel setting is below sysctl.conf's");
@@ -137,18 +137,18 @@ pub fn report() -> Result<ExitCode, String> {
     Ok(if below { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
-impl Verdict {
+impl Finding {
     fn word(self) -> &'static str {
         match self {
-            Verdict::Ok => "ok",
-            Verdict::Better => "better",
-            Verdict::Below => "below",
+            Finding::Ok => "ok",
+            Finding::Better => "better",
+            Finding::Below => "below",
         }
     }
 }
 
-fn print_row(name: &str, live: &str, recommended: &str, verdict: &str) {
-    println!("{name:<32} {live:<26} {recommended:<26} {verdict}");
+fn print_row(name: &str, live: &str, recommended: &str, finding: &str) {
+    println!("{name:<32} {live:<26} {recommended:<26} {finding}");
 }
 
 #[cfg(test)]
@@ -164,17 +164,17 @@ mod tests {
         let memory = setting("net.ipv4.tcp_rmem = 4096 87380 16777216");
         assert_eq!(
             memory.compare(&[4096, 131072, 33554432]),
-            (Verdict::Better, vec![4096, 131072, 33554432])
+            (Finding::Better, vec![4096, 131072, 33554432])
         );
-        assert_eq!(memory.compare(&[4096, 87380, 16777216]).0, Verdict::Ok);
+        assert_eq!(memory.compare(&[4096, 87380, 16777216]).0, Finding::Ok);
         // Worse in one field, better in another: raise the one, keep the other.
-        assert_eq!(memory.compare(&[4096, 16384, 33554432]), (Verdict::Below, vec![4096, 87380, 33554432]));
+        assert_eq!(memory.compare(&[4096, 16384, 33554432]), (Finding::Below, vec![4096, 87380, 33554432]));
         let ports = setting("# tune: lower higher\nnet.ipv4.ip_local_port_range = 1024 65535");
-        assert_eq!(ports.compare(&[32768, 60999]), (Verdict::Below, vec![1024, 65535]));
-        assert_eq!(ports.compare(&[1024, 65535]).0, Verdict::Ok);
+        assert_eq!(ports.compare(&[32768, 60999]), (Finding::Below, vec![1024, 65535]));
+        assert_eq!(ports.compare(&[1024, 65535]).0, Finding::Ok);
         let fin = setting("# tune: lower\nnet.ipv4.tcp_fin_timeout = 10");
-        assert_eq!(fin.compare(&[60]), (Verdict::Below, vec![10]));
-        assert_eq!(fin.compare(&[5]), (Verdict::Better, vec![5]));
+        assert_eq!(fin.compare(&[60]), (Finding::Below, vec![10]));
+        assert_eq!(fin.compare(&[5]), (Finding::Better, vec![5]));
     }
 
     #[test]

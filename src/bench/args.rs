@@ -1,24 +1,220 @@
-//! The values of `percore bench`'s options, each checked as it is parsed: a value
-//! that would overflow, panic or make no sense later is a usage error now (exit
-//! status 2), with the range it must be in.
+//! `percore bench`'s command line: its subcommands and options, and the value of
+//! each option, checked as it is parsed: a value that would overflow, panic or make
+//! no sense later is a usage error now (exit status 2), with the range it must be in.
 
+use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
-use clap::ValueEnum;
+use clap::{Args, Subcommand, ValueEnum};
+use percore::cli::CpuList;
+use percore::http::is_token;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
-use super::report::{Counts, Report};
+use super::report::{Report, Tally};
 use super::target::Target;
-use crate::commands::parse_duration;
+use crate::units::{duration_within, size_within};
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    pub command: Option<BenchCommand>,
+
+    /// The URL to load: http://HOST[:PORT][/PATH][?QUERY]
+    #[arg(required = true, value_parser = target)]
+    pub url: Option<Target>,
+
+    #[command(flatten)]
+    pub load: LoadArgs,
+
+    /// Start at this wall-clock time, RFC 3339 (2025-06-01T12:00:00Z, or with an
+    /// offset) or Unix seconds (1748779200), so runs on several machines load together.
+    #[arg(long, value_name = "TIME", value_parser = start_at)]
+    pub start_at: Option<SystemTime>,
+
+    /// Write the latencies as an HdrHistogram interval log (one histogram a second,
+    /// V2 compressed, microseconds), with the run's counts, for `percore bench merge`.
+    #[arg(long, value_name = "FILE")]
+    pub hdr_log: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub report: ReportArgs,
+}
+
+/// The load: connections, threads, how long, the request and its shape. A run's,
+/// and each of a comparison's.
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// Connections open at once, over all threads.
+    #[arg(short = 'c', long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=MAX_CONNECTIONS))]
+    pub connections: u64,
+
+    /// How long to run: 10s, 1m, 500ms, 1.5 (seconds) [default: 10s unless -n is given].
+    #[arg(short = 'd', long, value_name = "DURATION", value_parser = run_time, conflicts_with = "requests")]
+    pub duration: Option<Duration>,
+
+    /// Stop after this many requests.
+    #[arg(short = 'n', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub requests: Option<u64>,
+
+    /// Threads, each one pinned loop [default: one per CPU of --cpus, or of the
+    /// CPUs this process may run on].
+    #[arg(short = 't', long, value_name = "N", value_parser = threads)]
+    pub threads: Option<usize>,
+
+    /// CPUs for the threads, in taskset's syntax.
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<CpuList>,
+
+    /// Do not pin threads to their CPUs.
+    #[arg(long)]
+    pub no_pin: bool,
+
+    /// Requests in flight per connection (HTTP pipelining), 1 to 1,000,000.
+    #[arg(long, value_name = "DEPTH", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=MAX_PIPELINE))]
+    pub pipeline: u64,
+
+    /// A new connection per request, HTTP/1.0 without keep-alive (as ab without -k).
+    #[arg(long, conflicts_with = "pipeline")]
+    pub close: bool,
+
+    /// A fixed total rate, requests per second (0.01 to 1e9); each latency counts from
+    /// when its request was due, so a stalled server shows in the tail.
+    #[arg(long, value_name = "R", value_parser = rate, conflicts_with = "pipeline")]
+    pub rate: Option<f64>,
+
+    /// An extra request header, 'Name: value' (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "HEADER", value_parser = header)]
+    pub headers: Vec<String>,
+
+    /// Request method [default: GET, or POST with a body].
+    #[arg(short = 'm', long, value_name = "METHOD", value_parser = method)]
+    pub method: Option<String>,
+
+    /// Request body.
+    #[arg(short = 'b', long, value_name = "TEXT", conflicts_with = "body_file")]
+    pub body: Option<String>,
+
+    /// Read the request body from this file, once, at start.
+    #[arg(long, value_name = "PATH")]
+    pub body_file: Option<PathBuf>,
+
+    /// Content-Type of the request body.
+    #[arg(short = 'T', long, value_name = "TYPE", value_parser = header_value)]
+    pub content_type: Option<String>,
+
+    /// How long a request may wait for its response before it counts as a timeout:
+    /// 2s, 1.5 (seconds), 500ms; 1ms to 1h.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = timeout)]
+    pub timeout: Duration,
+
+    /// Largest response (head, body and any 1xx before it); past it the connection
+    /// counts as a read error and is replaced. Suffixes k, m, g.
+    #[arg(long, value_name = "BYTES", default_value = "64m", value_parser = size_within(1, u64::MAX))]
+    pub max_response_size: u64,
+}
+
+// Parsed once, with the rest of the command line.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// One report of runs taken at once, as on several machines: the interval logs
+    /// their --hdr-log wrote, counts summed and histograms added.
+    Merge(MergeArgs),
+    /// Two or more servers (or one under two settings) loaded in interleaved rounds,
+    /// with each server's CPU read from /proc, and a verdict on each against the
+    /// first: the median of per-round ratios and its confidence interval.
+    Compare(CompareArgs),
+}
+
+/// `percore bench compare`: targets, how they are started and prepared, and rounds.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// A target: NAME=URL. The first named target (here or in --serve) is the
+    /// baseline the others are compared with.
+    #[arg(value_name = "NAME=URL", value_parser = named)]
+    pub targets: Vec<(String, String)>,
+
+    #[command(flatten)]
+    pub load: LoadArgs,
+
+    /// NAME=PID: the pid of a target's server, whose CPU (its whole process tree,
+    /// user and system, from /proc) is read over each round (repeatable).
+    #[arg(long = "pid", value_name = "NAME=PID", value_parser = named)]
+    pub pids: Vec<(String, String)>,
+
+    /// NAME=COMMAND: starts a target's server with `sh -c`, pinned to --server-cpus,
+    /// {port} in it replaced by a free port (its URL, unless given, is then
+    /// http://127.0.0.1:PORT/); waited for until it accepts, its CPU read, and
+    /// stopped (TERM, then KILL after 5 s) at the end (repeatable).
+    #[arg(long = "serve", value_name = "NAME=COMMAND", value_parser = named)]
+    pub serves: Vec<(String, String)>,
+
+    /// NAME=COMMAND: run with `sh -c` before each of the target's rounds (a sysctl
+    /// setting, a config file); a failure stops the comparison (repeatable).
+    #[arg(long = "prepare", value_name = "NAME=COMMAND", value_parser = named)]
+    pub prepares: Vec<(String, String)>,
+
+    /// CPUs the servers that --serve starts run on, in taskset's syntax [default: any].
+    #[arg(long, value_name = "LIST")]
+    pub server_cpus: Option<CpuList>,
+
+    /// Rounds: each loads every target once, in an order rotated from round to round.
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub rounds: u32,
+
+    /// A load of each target before its first round, not counted.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = run_time)]
+    pub warmup: Duration,
+
+    /// Where the first round's order starts [default: from the clock; printed].
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+
+    /// Also write the comparison as a Markdown table, with its command line, to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub report: ReportArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Interval logs written by `percore bench --hdr-log`.
+    #[arg(required = true, value_name = "FILE")]
+    pub logs: Vec<PathBuf>,
+
+    #[command(flatten)]
+    pub report: ReportArgs,
+}
+
+/// How a report is given, by a run and by a merge.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Draw the latency by percentile and the requests per second over time, as SVG.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+
+    /// What makes the exit status 1: any error or any response that is not 2xx or
+    /// 3xx (any), only errors (errors: connect, read, write, timeout, parse), or
+    /// nothing (never).
+    #[arg(long, value_name = "WHAT", default_value = "any")]
+    pub fail_on: FailOn,
+}
 
 /// Connections over all threads: well past any machine's descriptors, and a bound
 /// on the loop that opens them.
-pub const MAX_CONNECTIONS: u64 = 1_000_000;
+const MAX_CONNECTIONS: u64 = 1_000_000;
 /// Requests in flight per connection: a count (u32) and a connection's output
 /// (some 40 MB of requests) that stay in bounds, far deeper than a benchmark needs
 /// (a test fills the socket buffers with 300,000).
-pub const MAX_PIPELINE: u64 = 1_000_000;
+const MAX_PIPELINE: u64 = 1_000_000;
 /// Load threads: a thread per CPU of the largest machines.
 const MAX_THREADS: usize = 1024;
 /// The longest run: a year (a longer one is a typo).
@@ -29,13 +225,13 @@ const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
 const MIN_RATE: f64 = 0.01;
 const MAX_RATE: f64 = 1e9;
 
-pub fn target(text: &str) -> Result<Target, String> {
+fn target(text: &str) -> Result<Target, String> {
     Target::parse(text)
 }
 
 /// `NAME=VALUE` (a compared target's URL, pid, command): a name of letters,
 /// digits, `-`, `_` and `.`, and a value that is not empty.
-pub fn named(text: &str) -> Result<(String, String), String> {
+fn named(text: &str) -> Result<(String, String), String> {
     let bad = || format!("{text:?} is not NAME=VALUE (a name of letters, digits, - _ and ., then =)");
     let (name, value) = text.split_once('=').ok_or_else(bad)?;
     let name_ok = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
@@ -46,32 +242,23 @@ pub fn named(text: &str) -> Result<(String, String), String> {
 }
 
 /// `-d`: a duration, 1 ms to a year.
-pub fn run_time(text: &str) -> Result<Duration, String> {
+fn run_time(text: &str) -> Result<Duration, String> {
     duration_within(text, MIN_TIMEOUT, MAX_RUN, "1ms to 366 days")
 }
 
 /// `--timeout`: a duration, 1 ms to an hour; a bare number is seconds.
-pub fn timeout(text: &str) -> Result<Duration, String> {
+fn timeout(text: &str) -> Result<Duration, String> {
     duration_within(text, MIN_TIMEOUT, MAX_TIMEOUT, "1ms to 1h")
 }
 
-fn duration_within(text: &str, min: Duration, max: Duration, range: &str) -> Result<Duration, String> {
-    let duration = parse_duration(text)?;
-    if (min..=max).contains(&duration) {
-        Ok(duration)
-    } else {
-        Err(format!("{text:?} is outside {range}"))
-    }
-}
-
-pub fn threads(text: &str) -> Result<usize, String> {
+fn threads(text: &str) -> Result<usize, String> {
     text.parse()
         .ok()
         .filter(|n| (1..=MAX_THREADS).contains(n))
         .ok_or_else(|| format!("{text:?} is not 1 to {MAX_THREADS}"))
 }
 
-pub fn rate(text: &str) -> Result<f64, String> {
+fn rate(text: &str) -> Result<f64, String> {
     text.parse::<f64>()
         .ok()
         .filter(|rate| (MIN_RATE..=MAX_RATE).contains(rate))
@@ -80,10 +267,10 @@ pub fn rate(text: &str) -> Result<f64, String> {
 
 /// `-H`: `Name: value`, the name a token, the value without control bytes (a CR or
 /// LF would end the head early, or smuggle a header in).
-pub fn header(text: &str) -> Result<String, String> {
+fn header(text: &str) -> Result<String, String> {
     let (name, value) =
         text.split_once(':').ok_or_else(|| format!("{text:?} is not a header 'Name: value'"))?;
-    if !is_token(name.trim_end()) {
+    if !is_token(name.trim_end().as_bytes()) {
         return Err(format!("{text:?}: {:?} is not a header name", name.trim_end()));
     }
     header_value(value)?;
@@ -91,7 +278,7 @@ pub fn header(text: &str) -> Result<String, String> {
 }
 
 /// A header value: visible characters, spaces and tabs (RFC 9110, 5.5).
-pub fn header_value(text: &str) -> Result<String, String> {
+fn header_value(text: &str) -> Result<String, String> {
     if text.chars().any(|c| c.is_control() && c != '\t') {
         return Err(format!("{text:?} has a control character, which a header value may not hold"));
     }
@@ -99,24 +286,18 @@ pub fn header_value(text: &str) -> Result<String, String> {
 }
 
 /// `--method`: a token (RFC 9110, 9.1), as given (methods are case-sensitive).
-pub fn method(text: &str) -> Result<String, String> {
-    if is_token(text) {
+fn method(text: &str) -> Result<String, String> {
+    if is_token(text.as_bytes()) {
         Ok(text.to_string())
     } else {
         Err(format!("{text:?} is not a method (a token, such as GET or POST)"))
     }
 }
 
-/// `tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" /
-/// "`" / "|" / "~" / DIGIT / ALPHA`; a token is one or more of them.
-fn is_token(text: &str) -> bool {
-    !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
-}
-
 /// `--start-at`: RFC 3339 (`2025-06-01T12:00:00Z`, `2025-06-01T14:00:00+02:00`,
 /// what `date -Iseconds` prints) or Unix seconds (`1748779200`, `1748779200.5`,
 /// what `date +%s` prints).
-pub fn start_at(text: &str) -> Result<SystemTime, String> {
+fn start_at(text: &str) -> Result<SystemTime, String> {
     let bad =
         || format!("{text:?} is not a time: RFC 3339 (2025-06-01T12:00:00Z) or Unix seconds (1748779200)");
     if text.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
@@ -145,7 +326,7 @@ impl FailOn {
     }
 
     /// [`check`](FailOn::check) on counts alone (a comparison's, over its rounds).
-    pub fn check_counts(self, counts: &Counts) -> Result<(), String> {
+    pub fn check_counts(self, counts: &Tally) -> Result<(), String> {
         let (errors, status) = (counts.errors.total(), counts.status.failed());
         let failed = match self {
             FailOn::Any => errors.saturating_add(status),

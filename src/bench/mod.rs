@@ -19,16 +19,16 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use percore::worker;
 use signal_hook::consts::SIGINT;
 
-pub use args::FailOn;
+use args::{BenchArgs, BenchCommand, LoadArgs, ReportArgs};
 use report::hdrlog::LogWriter;
 use report::{json, plot, Mode, Report, Stop};
 use run::{BenchOptions, Outputs};
-pub use target::Target;
-use target::{names, RequestSpec};
+use target::{names, RequestSpec, Target};
 
-use crate::commands::{BenchArgs, BenchCommand, LoadArgs, ReportArgs};
+use crate::units::as_usize;
 
 pub fn run(args: BenchArgs) -> Result<(), String> {
     match &args.command {
@@ -112,7 +112,7 @@ fn options(args: &LoadArgs, target: Target, start_at: Option<SystemTime>) -> Ben
     let mode = match (args.close, args.pipeline) {
         (true, _) => Mode::Close,
         (false, 1) => Mode::KeepAlive,
-        (false, depth) => Mode::Pipeline(crate::size(depth)),
+        (false, depth) => Mode::Pipeline(as_usize(depth)),
     };
     let spec = RequestSpec {
         method: &method,
@@ -124,12 +124,12 @@ fn options(args: &LoadArgs, target: Target, start_at: Option<SystemTime>) -> Ben
     BenchOptions {
         request: target.request(&spec),
         target,
-        connections: crate::size(args.connections),
+        connections: as_usize(args.connections),
         stop: match (args.requests, args.duration) {
             (Some(n), _) => Stop::Requests(n),
             (None, duration) => Stop::After(duration.unwrap_or(Duration::from_secs(10))),
         },
-        cpus: percore::cli::plan_or_exit(args.cpus.as_ref(), args.threads),
+        cpus: threads_cpus(args),
         pin: !args.no_pin,
         mode,
         rate: args.rate,
@@ -138,6 +138,13 @@ fn options(args: &LoadArgs, target: Target, start_at: Option<SystemTime>) -> Ben
         max_response: args.max_response_size,
         start_at,
     }
+}
+
+/// The CPU of each load thread (see [`worker::plan`]): `-t` of them, or one per CPU,
+/// of `--cpus` or the allowed set; a CPU outside the allowed set is a usage error.
+fn threads_cpus(args: &LoadArgs) -> Vec<usize> {
+    let listed = args.cpus.as_ref().map(|list| &list.0[..]);
+    worker::plan(&worker::allowed_cpus(), listed, args.threads).unwrap_or_else(|message| usage(&message))
 }
 
 /// A usage error: clap's message and its exit status, 2.

@@ -13,10 +13,10 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant, SystemTime};
 
-use super::report::{Counts, LatencySummary, Report, Stop, PERCENTILES};
+use super::args::CompareArgs;
+use super::report::{LatencySummary, Report, Stop, Tally, PERCENTILES};
 use super::run::{self, BenchOptions, Outputs};
 use super::target::Target;
-use crate::commands::CompareArgs;
 use process::Server;
 
 /// One target: its name, where its load goes, whose CPU is read, what runs before
@@ -91,7 +91,7 @@ pub struct Comparison {
     pub seed: u64,
     pub rounds: Vec<Round>,
     /// Every load's counts (warm-ups aside), added: what --fail-on judges.
-    pub counts: Counts,
+    pub counts: Tally,
     pub stopped: Option<String>,
 }
 
@@ -102,7 +102,7 @@ pub fn run(args: &CompareArgs) -> Result<(), String> {
         SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |t| t.as_secs())
     });
     let mut comparison =
-        Comparison { targets, seed, rounds: Vec::new(), counts: Counts::default(), stopped: None };
+        Comparison { targets, seed, rounds: Vec::new(), counts: Tally::default(), stopped: None };
     if let Err(e) = rounds(&mut comparison, args, &interrupted) {
         comparison.stopped = Some(e);
     } else if interrupted.load(Ordering::Relaxed) {
@@ -110,6 +110,9 @@ pub fn run(args: &CompareArgs) -> Result<(), String> {
     }
     // The servers stop (dropped) after the report is out.
     output::output(&comparison, args)?;
+    if let Some(path) = &args.report.plot {
+        plot::draw(&comparison, path)?;
+    }
     match &comparison.stopped {
         Some(why) if why != "interrupted" => Err(why.clone()),
         _ => args.report.fail_on.check_counts(&comparison.counts),
@@ -224,7 +227,7 @@ fn load(
     target: &Compared,
     options: &BenchOptions,
     interrupted: &AtomicBool,
-) -> Result<Option<(Measured, Counts)>, String> {
+) -> Result<Option<(Measured, Tally)>, String> {
     let gone = |pid| format!("{}: its server (pid {pid}) is gone", target.name);
     let server_before = target.pid.map(|pid| process::tree_cpu(pid).ok_or_else(|| gone(pid))).transpose()?;
     let (client_before, began) = (process::own_cpu(), Instant::now());

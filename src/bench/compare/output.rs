@@ -1,6 +1,6 @@
 //! What a comparison says: each round's figures, each target's medians, and a
 //! verdict on each figure of each target against the baseline, as text, JSON
-//! (`percore-compare/1`), a Markdown table and a plot of the rounds.
+//! (`percore-compare/1`) and a Markdown table (the plot of the rounds is `plot`'s).
 
 use std::fmt::Write as _;
 
@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::stats::{self, Direction};
 use super::{Comparison, Measured};
-use crate::commands::CompareArgs;
+use crate::bench::args::CompareArgs;
 
 /// The JSON report's format tag; its fields are documented in docs/bench.md.
 const FORMAT: &str = "percore-compare/1";
@@ -64,14 +64,15 @@ pub fn lead_figure(comparison: &Comparison) -> Figure {
     }
 }
 
-/// A verdict: target `target` against the baseline on `figure`.
-pub struct Verdict {
+/// A judgement (a "verdict" in the report): target `target` against the baseline on
+/// `figure`.
+pub struct Judgement {
     pub target: usize,
     pub figure: Figure,
     pub comparison: stats::Comparison,
 }
 
-impl Verdict {
+impl Judgement {
     /// In plain words, as the report prints it.
     fn words(&self, names: &[&str]) -> String {
         let c = &self.comparison;
@@ -91,10 +92,10 @@ impl Verdict {
     }
 }
 
-/// The verdicts of every target after the first, on the lead figure and the latencies.
-pub fn verdicts(comparison: &Comparison) -> Vec<Verdict> {
+/// The judgements of every target after the first, on the lead figure and the latencies.
+pub fn judgements(comparison: &Comparison) -> Vec<Judgement> {
     let figures = [lead_figure(comparison), Figure::P50, Figure::P99];
-    let mut verdicts = Vec::new();
+    let mut judgements = Vec::new();
     for target in 1..comparison.targets.len() {
         for figure in figures {
             let ratios: Vec<f64> = comparison
@@ -103,30 +104,27 @@ pub fn verdicts(comparison: &Comparison) -> Vec<Verdict> {
                 .filter_map(|round| Some(figure.of(round.of(target)?)? / figure.of(round.of(0)?)?))
                 .collect();
             if let Some(comparison) = stats::compare(&ratios) {
-                verdicts.push(Verdict { target, figure, comparison });
+                judgements.push(Judgement { target, figure, comparison });
             }
         }
     }
-    verdicts
+    judgements
 }
 
-/// Prints the report (text, or JSON with --json), writes --markdown and --plot.
+/// Prints the report (text, or JSON with --json) and writes --markdown.
 pub fn output(comparison: &Comparison, args: &CompareArgs) -> Result<(), String> {
-    let verdicts = verdicts(comparison);
+    let judgements = judgements(comparison);
     let text = if args.report.json {
         let json =
-            serde_json::to_string_pretty(&to_json(comparison, &verdicts)).map_err(|e| e.to_string())?;
+            serde_json::to_string_pretty(&to_json(comparison, &judgements)).map_err(|e| e.to_string())?;
         json + "\n"
     } else {
-        text(comparison, &verdicts)
+        text(comparison, &judgements)
     };
     super::super::print(&text)?;
     if let Some(path) = &args.markdown {
-        std::fs::write(path, markdown(comparison, &verdicts))
+        std::fs::write(path, markdown(comparison, &judgements))
             .map_err(|e| format!("cannot write --markdown {}: {e}", path.display()))?;
-    }
-    if let Some(path) = &args.report.plot {
-        super::plot::draw(comparison, path)?;
     }
     Ok(())
 }
@@ -167,7 +165,7 @@ fn medians(comparison: &Comparison, target: usize) -> [String; 4] {
     ]
 }
 
-fn text(comparison: &Comparison, verdicts: &[Verdict]) -> String {
+fn text(comparison: &Comparison, judgements: &[Judgement]) -> String {
     let names = names(comparison);
     let mut out = String::new();
     let _ = writeln!(
@@ -207,13 +205,13 @@ fn text(comparison: &Comparison, verdicts: &[Verdict]) -> String {
         );
     }
     let _ = writeln!(out, "\nagainst {}:", names[0]);
-    for verdict in verdicts {
-        let _ = writeln!(out, "  {}", verdict.words(&names));
+    for judgement in judgements {
+        let _ = writeln!(out, "  {}", judgement.words(&names));
     }
     out
 }
 
-fn markdown(comparison: &Comparison, verdicts: &[Verdict]) -> String {
+fn markdown(comparison: &Comparison, judgements: &[Judgement]) -> String {
     let names = names(comparison);
     let lead = lead_figure(comparison);
     let command: Vec<String> = std::env::args().map(|arg| shell_quoted(&arg)).collect();
@@ -226,8 +224,8 @@ fn markdown(comparison: &Comparison, verdicts: &[Verdict]) -> String {
     );
     let _ = writeln!(out, "|---|---|---|---|---|---|");
     for (target, name) in names.iter().enumerate() {
-        let verdict = verdicts.iter().find(|v| v.target == target && v.figure == lead);
-        let versus = verdict.map_or("–".to_string(), |v| {
+        let judgement = judgements.iter().find(|v| v.target == target && v.figure == lead);
+        let versus = judgement.map_or("–".to_string(), |v| {
             let c = &v.comparison;
             format!(
                 "{:.2}× ({:.0}% CI {:.2}–{:.2})",
@@ -245,8 +243,8 @@ fn markdown(comparison: &Comparison, verdicts: &[Verdict]) -> String {
         "\n{} rounds, medians; a ratio is the median of per-round ratios.",
         comparison.rounds.len()
     );
-    for verdict in verdicts {
-        let _ = writeln!(out, "- {}", verdict.words(&names));
+    for judgement in judgements {
+        let _ = writeln!(out, "- {}", judgement.words(&names));
     }
     out
 }
@@ -261,7 +259,7 @@ fn shell_quoted(arg: &str) -> String {
     }
 }
 
-fn to_json(comparison: &Comparison, verdicts: &[Verdict]) -> Value {
+fn to_json(comparison: &Comparison, judgements: &[Judgement]) -> Value {
     let names = names(comparison);
     let targets: Vec<Value> = comparison
         .targets
@@ -280,7 +278,7 @@ fn to_json(comparison: &Comparison, verdicts: &[Verdict]) -> Value {
             })
         })
         .collect();
-    let verdicts: Vec<Value> = verdicts
+    let judgements: Vec<Value> = judgements
         .iter()
         .map(|v| {
             let c = &v.comparison;
@@ -310,7 +308,7 @@ fn to_json(comparison: &Comparison, verdicts: &[Verdict]) -> Value {
         "stopped": comparison.stopped,
         "targets": targets,
         "rounds": rounds,
-        "verdicts": verdicts,
+        "verdicts": judgements,
     })
 }
 

@@ -11,7 +11,7 @@ use serde_json::{json, Map, Value};
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
-use super::{Counts, Errors, LatencySummary, Mode, Report, RunInfo, Stop, PERCENTILES};
+use super::{Errors, LatencySummary, Mode, Report, RunInfo, Stop, Tally, PERCENTILES};
 
 /// The `format` of the objects written here.
 pub const FORMAT: &str = "percore-bench/1";
@@ -94,7 +94,7 @@ pub struct Logged {
     pub started_at: SystemTime,
     pub duration: Duration,
     pub interrupted: bool,
-    pub counts: Counts,
+    pub counts: Tally,
 }
 
 impl Logged {
@@ -108,7 +108,7 @@ impl Logged {
         let duration = Duration::try_from_secs_f64(value.get("duration_s")?.as_f64()?).ok()?;
         let errors = value.get("errors")?;
         let count = |key: &str| errors.get(key)?.as_u64();
-        let mut counts = Counts {
+        let mut counts = Tally {
             requests: value.get("requests")?.as_u64()?,
             bytes_read: value.get("bytes_read")?.as_u64()?,
             errors: Errors {
@@ -118,7 +118,7 @@ impl Logged {
                 timeout: count("timeout")?,
                 parse: count("parse")?,
             },
-            ..Counts::default()
+            ..Tally::default()
         };
         for (code, n) in value.get("status")?.as_object()? {
             counts.status.add(code.parse().ok()?, n.as_u64()?);

@@ -131,9 +131,9 @@ impl StatusCounts {
     }
 }
 
-/// What the load threads count, each its own, added up at the end.
+/// A run's tally: what the load threads count, each its own, added up at the end.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Counts {
+pub struct Tally {
     /// Final responses received in full (interim 1xx ones are not counted).
     pub requests: u64,
     /// Bytes read from the server, heads and bodies.
@@ -144,8 +144,8 @@ pub struct Counts {
     pub status: StatusCounts,
 }
 
-impl Counts {
-    pub fn add(&mut self, other: &Counts) {
+impl Tally {
+    pub fn add(&mut self, other: &Tally) {
         self.requests = self.requests.saturating_add(other.requests);
         self.bytes_read = self.bytes_read.saturating_add(other.bytes_read);
         self.errors.add(&other.errors);
@@ -164,7 +164,7 @@ pub struct Report {
     pub duration: Duration,
     /// A run was ended early by Ctrl-C: the counts are of the time it ran.
     pub interrupted: bool,
-    pub counts: Counts,
+    pub counts: Tally,
     /// Response latencies in microseconds, 1 µs to 60 s, 3 significant digits.
     pub latency: Histogram<u64>,
     /// Responses completed in each second from `started_at`, for the plot.
@@ -179,7 +179,7 @@ impl Report {
             started_at,
             duration: Duration::ZERO,
             interrupted: false,
-            counts: Counts::default(),
+            counts: Tally::default(),
             latency: new_histogram(),
             per_second: Vec::new(),
         }
@@ -243,11 +243,11 @@ mod tests {
 
     #[test]
     fn counts_add_up_and_status_codes_stay_apart() {
-        let mut first = Counts { requests: 3, bytes_read: 1000, ..Counts::default() };
+        let mut first = Tally { requests: 3, bytes_read: 1000, ..Tally::default() };
         first.errors = Errors { connect: 1, read: 2, write: 3, timeout: 4, parse: 5 };
         first.status.add(200, 2);
         first.status.add(302, 1);
-        let mut second = Counts { requests: 2, bytes_read: 24, ..Counts::default() };
+        let mut second = Tally { requests: 2, bytes_read: 24, ..Tally::default() };
         second.errors = Errors { connect: 10, read: 20, write: 30, timeout: 40, parse: 50 };
         second.status.add(200, 1);
         second.status.add(503, 1);
