@@ -49,7 +49,9 @@
 //!   [`Hello`](http::Hello) protocol, and the client side's response parse.
 //! - [`listen`]: the listening socket, for a loop run without the workers.
 //! - `cli` (feature `cli`, on by default): the command line of a server on the
-//!   loop, shared by `percore serve` and the examples.
+//!   loop, shared by `percore serve` and the examples; clap alone. The default
+//!   features also build the `percore` binary's load generator (feature `bin`): a
+//!   server of your own takes `default-features = false, features = ["cli"]`.
 
 #![deny(missing_docs, missing_debug_implementations, rust_2018_idioms)]
 #![deny(clippy::undocumented_unsafe_blocks)]
