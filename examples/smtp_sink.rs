@@ -10,8 +10,9 @@
 //! Commands: EHLO, HELO, MAIL, RCPT, DATA, RSET, NOOP, QUIT (others: 502). Limits,
 //! with RFC 5321's replies: a command line of 512 bytes (4.5.3.1.4) and a text line
 //! of 1000 (4.5.3.1.6) get "500 Line too long"; a message over `--max-message` gets
-//! 552; 100 recipients (4.5.3.1.8), then 452. A connection idle for
-//! `--idle-timeout` seconds gets 421 and is closed (4.5.3.2.7).
+//! 552; 100 recipients (4.5.3.1.8), then 452. A connection that sends no command
+//! for `--command-timeout` seconds gets 421 and is closed (4.5.3.2.7; its own timer
+//! keeps the loop's `--idle-timeout` from closing it first, without the 421).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -39,9 +40,10 @@ struct Args {
     #[arg(long, value_name = "BYTES", default_value_t = 10 * 1024 * 1024)]
     max_message: usize,
 
-    /// Seconds a connection may stay silent before it gets 421 and is closed.
+    /// Seconds a connection may stay silent before it gets 421 and is closed (RFC
+    /// 5321's server timeout, 5 minutes at least).
     #[arg(long, value_name = "SECS", default_value_t = 300)]
-    idle_timeout: u64,
+    command_timeout: u64,
 
     /// The name the server gives itself in its replies.
     #[arg(long, default_value = "percore.localhost")]
@@ -52,7 +54,7 @@ struct Args {
 struct Sink {
     hostname: String,
     max_message: usize,
-    idle_timeout: Duration,
+    command_timeout: Duration,
     counts: Counts,
 }
 
@@ -191,12 +193,12 @@ impl Protocol for Sink {
 
     fn on_open(&mut self, _session: &mut Session, io: &mut Io<'_>) -> Flow {
         self.reply(io, &format!("220 {} ESMTP percore smtp sink", self.hostname));
-        io.set_timer(self.idle_timeout);
+        io.set_timer(self.command_timeout);
         Flow::Continue
     }
 
     fn on_data(&mut self, session: &mut Session, input: &[u8], io: &mut Io<'_>) -> Verdict {
-        io.set_timer(self.idle_timeout);
+        io.set_timer(self.command_timeout);
         let mut at = 0;
         while !io.is_full() {
             let rest = &input[at..];
@@ -256,12 +258,12 @@ impl Protocol for Sink {
 fn main() -> ExitCode {
     let args = Args::parse();
     let options = args.server.options(Opening::ServerSpeaksFirst);
-    let idle_timeout = Duration::from_secs(args.idle_timeout);
+    let command_timeout = Duration::from_secs(args.command_timeout);
     cli::serve(&options, move || {
         Ok(Sink {
             hostname: args.hostname.clone(),
             max_message: args.max_message,
-            idle_timeout,
+            command_timeout,
             counts: Counts::default(),
         })
     })

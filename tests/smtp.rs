@@ -131,7 +131,7 @@ fn a_message_over_the_size_limit_gets_552() {
 
 #[test]
 fn an_idle_connection_gets_421_and_is_closed() {
-    let server = sink(&["--idle-timeout", "1"]);
+    let server = sink(&["--command-timeout", "1"]);
     let mut s = Session::open(&server);
     assert!(s.reply().starts_with("421 "), "the timeout's reply");
     s.expect_close();
