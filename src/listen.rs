@@ -2,7 +2,7 @@
 
 use std::io;
 use std::net::{SocketAddr, TcpListener};
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 
 use socket2::{Domain, Protocol, Socket, Type};
 
@@ -52,7 +52,7 @@ pub fn bind(addr: SocketAddr, options: &ListenOptions) -> io::Result<TcpListener
     socket.set_reuse_port(true)?;
     socket.set_nodelay(true)?;
     if options.opening == Opening::ClientSpeaksFirst {
-        sys::set_defer_accept(socket.as_raw_fd(), DEFER_ACCEPT_SECS)?;
+        sys::set_defer_accept(socket.as_fd(), DEFER_ACCEPT_SECS)?;
     }
     socket.bind(&addr.into())?;
     socket.listen(i32::try_from(options.backlog).unwrap_or(i32::MAX))?;

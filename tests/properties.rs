@@ -7,36 +7,37 @@ use percore::http::{
     parse, Framed, Hello, HelloConfig, Limits, Method, Progress, Request, ResponseReader, Status, Stream,
     Version,
 };
-mod util;
-
-use percore::reactor::{Harness, Then};
+use percore::reactor::Harness;
 use proptest::prelude::*;
 use std::time::{Duration, UNIX_EPOCH};
 
-/// Every byte a `Hello` writes given `chunks` as a connection's reads (see
-/// [`util::serve_in_reads`]), its `Date` at one fixed instant.
-fn serve_in_chunks(chunks: &[&[u8]]) -> Vec<u8> {
+/// A fresh `Hello`, its `Date` at one fixed instant.
+fn hello() -> Harness<Hello> {
     let mut harness = Harness::new(Hello::new(&HelloConfig::default()));
     harness.tick(UNIX_EPOCH + Duration::from_secs(1_800_000_000));
-    util::serve_in_reads(&mut harness, chunks)
+    harness
+}
+
+/// Every byte a `Hello` writes given `chunks` as a connection's reads, handed in
+/// as the loop hands them (what a read leaves unconsumed comes again with the next;
+/// after a close nothing more is read).
+fn serve_in_chunks(chunks: &[&[u8]]) -> Vec<u8> {
+    let mut harness = hello();
+    let mut out = Vec::new();
+    for chunk in chunks {
+        harness.receive(chunk);
+        out.extend(harness.take_output());
+    }
+    out
 }
 
 /// What a fresh `Hello` writes given `request` as a connection's one read (its
 /// pauses resumed as the loop does), and whether it closes the connection after.
 fn serve_alone(request: &[u8]) -> (Vec<u8>, bool) {
-    let mut harness = Harness::new(Hello::new(&HelloConfig::default()));
-    harness.tick(UNIX_EPOCH + Duration::from_secs(1_800_000_000));
-    let (mut pending, mut out) = (request.to_vec(), Vec::new());
-    loop {
-        let verdict = harness.data(&pending);
-        pending.drain(..verdict.consumed.min(pending.len()));
-        out.extend(harness.take_output());
-        match verdict.then {
-            Then::Read => return (out, false),
-            Then::Pause => {}
-            Then::Close => return (out, true),
-        }
-    }
+    let mut harness = hello();
+    harness.receive(request);
+    let out = harness.take_output();
+    (out, harness.is_closing(harness.id()))
 }
 
 /// A request head built from the grammar of RFC 9112, and what its parse must find.

@@ -6,7 +6,6 @@ mod util;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use percore::listen::{self, ListenOptions, Opening};
@@ -168,7 +167,7 @@ fn a_connect_that_fails_at_once_is_its_error_and_opens_nothing() {
 fn a_watched_descriptor_ends_the_turn_with_a_control_wake() {
     let (mut reactor, _addr) = reactor(Recorder::default(), Opening::ServerSpeaksFirst, Config::default());
     let (mut writer, reader) = std::os::unix::net::UnixStream::pair().expect("a socket pair");
-    reactor.watch(reader.as_raw_fd()).expect("watching");
+    reactor.watch(&reader).expect("watching");
     assert_eq!(reactor.turn(Some(Duration::from_millis(10))).expect("a turn"), None, "nothing to read yet");
     writer.write_all(b"!").expect("writing");
     let deadline = Instant::now() + WAIT;

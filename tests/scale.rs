@@ -8,7 +8,6 @@ mod util;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::sync::mpsc::{self, Receiver};
 use std::sync::{Mutex, MutexGuard};
@@ -120,7 +119,7 @@ impl Doorbell {
 fn doorbell<P: Protocol>(reactor: &mut Reactor<P>) -> (mpsc::Sender<ConnId>, UnixStream, Doorbell) {
     let (ring, bell) = UnixStream::pair().expect("a socket pair");
     bell.set_nonblocking(true).expect("a non-blocking bell");
-    reactor.watch(bell.as_raw_fd()).expect("watching the bell");
+    reactor.watch(&bell).expect("watching the bell");
     let (send, ids) = mpsc::channel();
     (send, ring, Doorbell { bell, ids })
 }

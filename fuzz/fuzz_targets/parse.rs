@@ -10,10 +10,6 @@ use libfuzzer_sys::fuzz_target;
 use percore::http::{parse, Hello, HelloConfig, Limits, Progress, Status};
 use percore::reactor::Harness;
 
-// Shared with the property tests, which feed Hello the same way.
-#[path = "../../tests/util/feed.rs"]
-mod feed;
-
 fuzz_target!(|data: &[u8]| {
     // The first byte picks the limits (small ones are reached) and where to cut.
     let Some((&choice, input)) = data.split_first() else { return };
@@ -39,10 +35,15 @@ fn resumable_agrees_with_fresh(input: &[u8], ends: &[usize], limits: &Limits) {
     }
 }
 
-/// Every byte `Hello` writes given `reads` as a connection's reads, at a fixed Date,
-/// so that runs compare.
+/// Every byte `Hello` writes given `reads` as a connection's reads, handed in as the
+/// loop hands them, at a fixed Date, so that runs compare.
 fn serve(config: &HelloConfig, reads: &[&[u8]]) -> Vec<u8> {
     let mut harness = Harness::new(Hello::new(config));
     harness.tick(UNIX_EPOCH + Duration::from_secs(1_800_000_000));
-    feed::serve_in_reads(&mut harness, reads)
+    let mut out = Vec::new();
+    for read in reads {
+        harness.receive(read);
+        out.extend(harness.take_output());
+    }
+    out
 }

@@ -1,10 +1,10 @@
 //! Accepting: drained to `EAGAIN`, bounded by `max_connections`, and safe when the
 //! process runs out of descriptors.
 
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, OwnedFd};
 
 use super::connection::Connection;
-use super::drive::{Callback, Next};
+use super::core::{Callback, Next};
 use super::{open_reserve, Accept, Closed, Protocol, Reactor};
 use crate::sys::{self, AcceptError};
 
@@ -17,13 +17,13 @@ impl<P: Protocol> Reactor<P> {
     /// says when to look again (see [`Accept`]). Returns whether the queue is empty
     /// (or there is no listener).
     pub(super) fn accept_all(&mut self) -> bool {
-        let Some(listener) = self.listener.as_ref().map(AsRawFd::as_raw_fd) else { return true };
         for _ in 0..ACCEPTS_PER_WAKE {
+            let Some(listener) = self.listener.as_ref() else { return true };
             if self.connections.len() >= self.core.config.max_connections {
                 self.accept = Accept::AtLimit;
                 return false;
             }
-            match sys::accept(listener) {
+            match sys::accept(listener.as_fd()) {
                 Ok(fd) => {
                     self.stats.accepted += 1;
                     self.register(fd);
@@ -32,7 +32,7 @@ impl<P: Protocol> Reactor<P> {
                     AcceptError::Drained => return true,
                     // That connection failed before we took it; the next one is there.
                     AcceptError::Aborted => {}
-                    AcceptError::OutOfDescriptors if self.refuse_one(listener) => {}
+                    AcceptError::OutOfDescriptors if self.refuse_one() => {}
                     AcceptError::OutOfDescriptors | AcceptError::Other => {
                         self.accept = Accept::NextTick;
                         return false;
@@ -59,18 +59,18 @@ impl<P: Protocol> Reactor<P> {
             next => self.finish(token, next),
         }
         let Some(conn) = self.connections.get_mut(token) else { return };
-        if let Err(e) = self.epoll.add(conn.fd.as_raw_fd(), sys::INTEREST_CONNECTION, token.0) {
+        if let Err(e) = self.epoll.add(conn.fd.as_fd(), sys::INTEREST_CONNECTION, token.0) {
             self.close(token, Closed::ReadFailed(e.kind()));
         }
     }
 
     /// Out of descriptors: frees the reserve, accepts and closes the connection at the
     /// head of the queue, takes the reserve back. Returns whether that made progress.
-    fn refuse_one(&mut self, listener: RawFd) -> bool {
+    fn refuse_one(&mut self) -> bool {
         if self.reserve_fd.take().is_none() {
             return false;
         }
-        let refused = sys::accept(listener).is_ok();
+        let refused = self.listener.as_ref().is_some_and(|listener| sys::accept(listener.as_fd()).is_ok());
         self.reserve_fd = open_reserve();
         refused
     }

@@ -3,12 +3,12 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 
 use socket2::{Domain, SockRef, Socket, Type};
 
 use super::connection::Connection;
-use super::drive::Callback;
+use super::core::Callback;
 use super::slab::Token;
 use super::{Closed, ConnId, Protocol, Reactor};
 use crate::sys;
@@ -35,7 +35,7 @@ impl<P: Protocol> Reactor<P> {
             Err(e) => return Err(e),
         }
         let fd = OwnedFd::from(socket);
-        self.epoll.add(fd.as_raw_fd(), sys::INTEREST_CONNECTION, token.0)?;
+        self.epoll.add(fd.as_fd(), sys::INTEREST_CONNECTION, token.0)?;
         let mut conn = Connection::new(fd);
         // Output is queued, not sent, until the socket's first event says whether
         // it is connected.

@@ -5,6 +5,12 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+/// An instant no timer or deadline reaches: a century after `now`, for a duration
+/// too large to add to it.
+pub(crate) fn far_future(now: Instant) -> Instant {
+    now + Duration::from_secs(100 * 365 * 24 * 3600)
+}
+
 #[derive(Debug)]
 pub(crate) struct Clock {
     start: Instant,

@@ -2,10 +2,10 @@
 //! sent (lingering while the peer may still be sending), or timed out.
 
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 
 use super::connection::{Connection, Phase};
-use super::drive;
+use super::core;
 use super::slab::Token;
 use super::{Closed, Core, Protocol, Reactor};
 use crate::sys;
@@ -54,9 +54,9 @@ impl<P: Protocol> Reactor<P> {
         if linger {
             // After the peer's end of stream only what is queued remains to be read;
             // before it, our end of stream tells the peer to finish.
-            if conn.read_closed || sys::shutdown_write(conn.fd.as_raw_fd()).is_ok() {
+            if conn.read_closed || sys::shutdown_write(conn.fd.as_fd()).is_ok() {
                 conn.phase = Phase::Lingering;
-                let next = drive::discard_input(conn, &mut self.core.read_buffer);
+                let next = core::discard_input(conn, &mut self.core.read_buffer);
                 return self.finish(token, next);
             }
         }

@@ -1,4 +1,5 @@
-//! A loop's limits and timeouts.
+//! A loop's limits and timeouts, the output budget, and the idle and drain policies
+//! a connection may choose.
 
 /// Limits and timeouts of one loop. A timeout of 0 seconds is no timeout. Which
 /// timeout a connection is under at a time is said in [the loop's
@@ -54,4 +55,31 @@ impl Default for Config {
             max_pending_input: 1024 * 1024,
         }
     }
+}
+
+/// Unsent output (queued and just written) above which [`Io::is_full`] says to
+/// stop writing: a client that pipelines requests without reading their answers
+/// cannot grow a connection past about this much.
+pub(crate) const OUTPUT_BUDGET: usize = 256 * 1024;
+
+/// How long an idle connection may stay open, as [`Io::set_idle_timeout`](super::Io::set_idle_timeout) sets it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdleTimeout {
+    /// The loop's [`idle_timeout`](super::Config::idle_timeout): the default.
+    FromConfig,
+    /// None: the connection stays open however long it is idle (a tunnel whose ends
+    /// keep their own timeouts). The other timeouts still apply.
+    Never,
+}
+
+/// What a graceful stop does with a connection that is idle, as
+/// [`Io::set_drain_policy`](super::Io::set_drain_policy) sets it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DrainPolicy {
+    /// Closes it once the stop's grace is over, as a server closes an idle
+    /// keep-alive connection: the default.
+    CloseWhenIdle,
+    /// Leaves it until it closes by itself (or the stop's timeout): for a stream
+    /// whose pauses are not ends, such as a relay's pair.
+    UntilClosed,
 }

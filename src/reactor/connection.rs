@@ -2,10 +2,10 @@
 //! which of the loop's timeouts it is under.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 
 use super::config::Config;
-use super::deferred::{DrainPolicy, IdleTimeout};
+use super::config::{DrainPolicy, IdleTimeout};
 use super::output::{self, Output, SendQueue};
 use crate::sys;
 
@@ -130,8 +130,8 @@ impl<S> Connection<S> {
 
     /// Open, with no partial message in its buffer, nothing to send and its reading
     /// not held back by another connection's output (the protocol may still be busy:
-    /// see `Reactor::is_idle`).
-    pub(crate) fn is_idle(&self) -> bool {
+    /// see `Reactor::may_close_idle`).
+    pub(crate) fn has_nothing_pending(&self) -> bool {
         self.phase == Phase::Open && self.pending_input.is_empty() && self.unsent() == 0 && !self.blocked
     }
 
@@ -150,7 +150,7 @@ impl<S> Connection<S> {
             self.queue.get_or_insert_with(Box::default).push(output, 0);
             return self.flush();
         }
-        let sent = output.send(self.fd.as_raw_fd())?;
+        let sent = output.send(self.fd.as_fd())?;
         if sent < output.len() {
             self.queue.get_or_insert_with(Box::default).push(output, sent);
         }
@@ -166,7 +166,7 @@ impl<S> Connection<S> {
             self.queue.get_or_insert_with(Box::default).push_bytes(bytes);
             return self.flush();
         }
-        let sent = output::send_bytes(self.fd.as_raw_fd(), bytes)?;
+        let sent = output::send_bytes(self.fd.as_fd(), bytes)?;
         if sent < bytes.len() {
             self.queue.get_or_insert_with(Box::default).push_bytes(&bytes[sent..]);
         }
@@ -181,7 +181,7 @@ impl<S> Connection<S> {
             return Ok(());
         }
         if let Some(queue) = self.queue.as_mut() {
-            if queue.flush(self.fd.as_raw_fd())? > 0 {
+            if queue.flush(self.fd.as_fd())? > 0 {
                 self.output_progressed = true;
             }
             if queue.len() > 0 {
@@ -191,7 +191,7 @@ impl<S> Connection<S> {
         }
         if self.shut_requested && !self.write_shut {
             self.write_shut = true;
-            sys::shutdown_write(self.fd.as_raw_fd())?;
+            sys::shutdown_write(self.fd.as_fd())?;
         }
         Ok(())
     }
@@ -328,7 +328,7 @@ mod tests {
     #[test]
     fn an_open_connection_with_nothing_pending_is_idle_and_held_to_the_idle_timeout() {
         let (mut conn, _peer) = connection();
-        assert!(conn.is_idle());
+        assert!(conn.has_nothing_pending());
         conn.rearm(100, &CONFIG, false, false);
         assert_eq!(conn.deadline, 161, "60 s, and a second for the clock's whole seconds");
         conn.rearm(150, &CONFIG, false, false);
@@ -346,7 +346,7 @@ mod tests {
     fn a_partial_request_is_held_to_the_message_timeout_from_its_first_byte() {
         let (mut conn, _peer) = connection();
         conn.pending_input = b"GE".to_vec();
-        assert!(!conn.is_idle());
+        assert!(!conn.has_nothing_pending());
         conn.rearm(100, &CONFIG, false, false);
         assert_eq!(conn.deadline, 111);
         conn.pending_input.push(b'T');
@@ -405,7 +405,7 @@ mod tests {
     #[test]
     fn unsent_output_is_held_to_the_send_timeout_which_only_the_peers_progress_extends() {
         let (mut conn, mut peer) = with_unsent();
-        assert!(!conn.is_idle(), "output waits");
+        assert!(!conn.has_nothing_pending(), "output waits");
         conn.rearm(100, &CONFIG, false, false);
         assert_eq!(conn.deadline, 131);
         conn.flush().expect("a flush");
@@ -444,7 +444,7 @@ mod tests {
     fn a_lingering_connection_is_held_to_the_linger_deadline() {
         let (mut conn, _peer) = connection();
         conn.phase = Phase::Lingering;
-        assert!(!conn.is_idle());
+        assert!(!conn.has_nothing_pending());
         conn.rearm(100, &CONFIG, false, false);
         assert_eq!(conn.deadline, 106);
         conn.rearm(103, &CONFIG, false, false);

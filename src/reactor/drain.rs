@@ -1,11 +1,11 @@
 //! A graceful stop: what happens to the listener, to idle connections and to the
 //! others, and when it is over.
 
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
+use super::config::DrainPolicy;
 use super::connection::Connection;
-use super::deferred::DrainPolicy;
 use super::slab::Token;
 use super::{Closed, Protocol, Reactor};
 
@@ -87,7 +87,7 @@ impl<P: Protocol> Reactor<P> {
 
     pub(crate) fn drop_listener(&mut self) {
         if let Some(listener) = self.listener.take() {
-            let _ = self.epoll.delete(listener.as_raw_fd());
+            let _ = self.epoll.delete(listener.as_fd());
         }
     }
 
@@ -97,7 +97,7 @@ impl<P: Protocol> Reactor<P> {
         let Some(drain) = self.drain.as_mut() else { return };
         if drain.grace_until.is_some_and(|until| until <= now) {
             drain.grace_until = None;
-            self.close_where(Self::is_idle, Closed::Done);
+            self.close_where(Self::may_close_idle, Closed::Done);
         }
     }
 
@@ -117,16 +117,17 @@ impl<P: Protocol> Reactor<P> {
     }
 
     pub(crate) fn close_if_idle(&mut self, token: Token) {
-        if self.connections.get_mut(token).is_some_and(|conn| Self::is_idle(conn)) {
+        if self.connections.get_mut(token).is_some_and(|conn| Self::may_close_idle(conn)) {
             self.close(token, Closed::Done);
         } else {
             self.rearm(token);
         }
     }
 
-    /// Safe to close at any time: no message partly received (nor one the protocol
-    /// is busy with), nothing to send, and not a connection the stop leaves alone.
-    pub(crate) fn is_idle(conn: &Connection<P::Conn>) -> bool {
-        conn.is_idle() && !P::is_busy(&conn.state) && conn.drain == DrainPolicy::CloseWhenIdle
+    /// Whether a graceful stop may close `conn` now, as an idle one: no message partly
+    /// received (nor one the protocol is busy with), nothing to send, and not a
+    /// connection the stop leaves alone.
+    pub(crate) fn may_close_idle(conn: &Connection<P::Conn>) -> bool {
+        conn.has_nothing_pending() && !P::is_busy(&conn.state) && conn.drain == DrainPolicy::CloseWhenIdle
     }
 }

@@ -5,8 +5,8 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::context::{Io, IoState};
-use super::deferred::{Batch, Request};
+use super::io::{Io, IoState};
+use super::requests::{Batch, Request};
 use super::slab::Token;
 use super::{Closed, ConnId, Flow, Protocol, Verdict};
 
@@ -18,12 +18,27 @@ use super::{Closed, ConnId, Flow, Protocol, Verdict};
 /// drive. Connections the protocol opens ([`Io::connect`]) are listed by
 /// [`connecting`](Harness::connecting) until the test [establishes](Harness::establish)
 /// or [fails](Harness::fail_connect) them, and driven by the `_on` methods; what a
-/// callback asks of other connections (writes, wakes, shut-downs, closes) is done
-/// when it returns, as the loop does. The harness keeps no input: a call gets
-/// what the test gives it, and a [resumed](Io::resume) connection's `on_data` gets
-/// an empty input. The harness holds no output back: a write to another connection
-/// is collected whatever its size (the loop's flow control is not modelled). A
-/// method given an id the harness has no connection for panics.
+/// callback asks of other connections (writes, wakes, resumes, shut-downs, closes)
+/// is done when it returns, as the loop does. The harness holds no output back: a
+/// write to another connection is collected whatever its size (the loop's flow
+/// control is not modelled), and output not yet taken counts as unsent
+/// ([`Io::is_full`]). A method given an id the harness has no connection for panics.
+///
+/// # Input
+///
+/// [`receive`](Harness::receive) hands a connection its input as the loop hands it a
+/// read, by the loop's rules: what the protocol leaves unconsumed is kept and comes
+/// first in its next call; a protocol that [pauses](super::Then::Pause) is called
+/// again with what it holds once its output is sent (here: taken by the test), or,
+/// having written nothing, once a timer or a wake writes to it or a callback
+/// [resumes](Io::resume) it; input received meanwhile waits, as it would in the
+/// socket. After a close ([`Then::Close`](super::Then::Close), [`Flow::Close`])
+/// nothing more is read. The loop's limit on held input (`max_pending_input`) is
+/// not modelled.
+///
+/// [`data`](Harness::data) is one `on_data` call with exactly the input given, for a
+/// test that looks at one call: what the connection holds is left alone, and what
+/// the call leaves unconsumed is the test's to give again.
 ///
 /// ```
 /// use std::time::Duration;
@@ -49,6 +64,29 @@ use super::{Closed, ConnId, Flow, Protocol, Verdict};
 /// assert_eq!(harness.advance(Duration::from_millis(1)), Some(Flow::Continue));
 /// assert_eq!(harness.take_output(), b"late");
 /// ```
+///
+/// A protocol that answers whole lines, given them in reads cut anywhere:
+///
+/// ```
+/// use percore::reactor::{Harness, Io, Protocol, Verdict};
+///
+/// struct Lines;
+/// impl Protocol for Lines {
+///     type Conn = ();
+///     fn on_data(&mut self, _: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+///         let end = input.iter().rposition(|&b| b == b'\n').map_or(0, |at| at + 1);
+///         io.write(&input[..end]);
+///         Verdict::keep(end) // a partial line waits for the rest
+///     }
+/// }
+///
+/// let mut harness = Harness::new(Lines);
+/// harness.receive(b"one\ntw");
+/// assert_eq!(harness.take_output(), b"one\n");
+/// assert_eq!(harness.unconsumed(harness.id()), b"tw");
+/// harness.receive(b"o\n");
+/// assert_eq!(harness.take_output(), b"two\n");
+/// ```
 #[derive(Debug)]
 pub struct Harness<P: Protocol> {
     protocol: P,
@@ -56,6 +94,9 @@ pub struct Harness<P: Protocol> {
     conns: Vec<Entry<P::Conn>>,
     io: IoState,
     now: Instant,
+    /// Requests of earlier calls are being carried out: those of a call made
+    /// meanwhile are left to that, as the loop leaves them.
+    carrying_out: bool,
 }
 
 /// One connection of the harness.
@@ -68,6 +109,34 @@ struct Entry<S> {
     status: Status,
     /// Shut down for writing ([`Io::shutdown`]): what is written is dropped.
     shut: bool,
+    /// Received bytes the protocol left unconsumed, handed in again first.
+    held: Vec<u8>,
+    /// Received bytes not read yet: the connection is paused, or being opened.
+    unread: Vec<u8>,
+    /// The protocol paused: it is called again with `held` once its output is taken.
+    paused: bool,
+    /// Paused with nothing written: it waits for a timer's or a wake's output, or a
+    /// resume.
+    awaiting_output: bool,
+    /// A callback said close: nothing more is read.
+    closing: bool,
+}
+
+impl<S: Default> Entry<S> {
+    fn new(token: Token, status: Status) -> Entry<S> {
+        Entry {
+            token,
+            state: S::default(),
+            collected: Vec::new(),
+            status,
+            shut: false,
+            held: Vec::new(),
+            unread: Vec::new(),
+            paused: false,
+            awaiting_output: false,
+            closing: false,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,14 +152,7 @@ impl<P: Protocol> Harness<P> {
         let now = Instant::now();
         let mut io = IoState::new(now);
         let token = io.deferred.ids.take();
-        let first = Entry {
-            token,
-            state: P::Conn::default(),
-            collected: Vec::new(),
-            status: Status::Open,
-            shut: false,
-        };
-        Harness { protocol, conns: vec![first], io, now }
+        Harness { protocol, conns: vec![Entry::new(token, Status::Open)], io, now, carrying_out: false }
     }
 
     /// The harness's own connection, which the methods without an id drive.
@@ -104,7 +166,7 @@ impl<P: Protocol> Harness<P> {
     }
 
     /// Calls [`Protocol::on_data`] with `input`, as it is: the caller keeps what
-    /// was not consumed.
+    /// was not consumed (see [Input](Harness#input)).
     pub fn data(&mut self, input: &[u8]) -> Verdict {
         self.data_on(self.id(), input)
     }
@@ -144,7 +206,7 @@ impl<P: Protocol> Harness<P> {
         while let Some(at) = self.io.timers.next().filter(|&at| at <= until) {
             self.now = self.now.max(at);
             let Some(token) = self.io.timers.pop_due(at) else { break };
-            flow = Some(self.call(token, |protocol, conn, io| protocol.on_timer(conn, io)));
+            flow = Some(self.call_flow(token, |protocol, conn, io| protocol.on_timer(conn, io)));
         }
         self.now = until;
         flow
@@ -160,7 +222,8 @@ impl<P: Protocol> Harness<P> {
         self.io.timers.deadline(self.conns[0].token)
     }
 
-    /// Everything written to the harness's own connection since the last call, in order.
+    /// Everything written to the harness's own connection since the last call, in
+    /// order (see [`take_output_of`](Harness::take_output_of)).
     pub fn take_output(&mut self) -> Vec<u8> {
         self.take_output_of(self.id())
     }
@@ -185,12 +248,15 @@ impl<P: Protocol> Harness<P> {
         pending.collect()
     }
 
-    /// Establishes connection `id`: calls [`Protocol::on_open`] for it.
+    /// Establishes connection `id`: calls [`Protocol::on_open`] for it, then reads
+    /// what it [received](Harness::receive_on) while it was being opened.
     pub fn establish(&mut self, id: ConnId) -> Flow {
         if let Some(entry) = self.entry(id) {
             entry.status = Status::Open;
         }
-        self.call(id.token(), |protocol, conn, io| protocol.on_open(conn, io))
+        let flow = self.call_flow(id.token(), |protocol, conn, io| protocol.on_open(conn, io));
+        self.read(id.token());
+        flow
     }
 
     /// Fails connection `id`, being opened: [`Protocol::on_close`] with
@@ -201,17 +267,21 @@ impl<P: Protocol> Harness<P> {
 
     /// Calls [`Protocol::on_data`] for connection `id` with `input`, as it is.
     pub fn data_on(&mut self, id: ConnId, input: &[u8]) -> Verdict {
-        self.call(id.token(), |protocol, conn, io| protocol.on_data(conn, input, io))
+        let token = id.token();
+        let (verdict, wrote) = self.call_only(token, |protocol, conn, io| protocol.on_data(conn, input, io));
+        self.note_verdict(token, verdict.then, wrote);
+        self.carry_out_deferred();
+        verdict
     }
 
     /// Calls [`Protocol::on_wake`] for connection `id`.
     pub fn wake_on(&mut self, id: ConnId) -> Flow {
-        self.call(id.token(), |protocol, conn, io| protocol.on_wake(conn, io))
+        self.call_flow(id.token(), |protocol, conn, io| protocol.on_wake(conn, io))
     }
 
     /// Calls [`Protocol::on_input_end`] for connection `id`.
     pub fn input_end_on(&mut self, id: ConnId) -> Flow {
-        self.call(id.token(), |protocol, conn, io| protocol.on_input_end(conn, io))
+        self.call_flow(id.token(), |protocol, conn, io| protocol.on_input_end(conn, io))
     }
 
     /// Calls [`Protocol::on_close`] for connection `id`, unless it is closed already.
@@ -220,13 +290,26 @@ impl<P: Protocol> Harness<P> {
             return;
         };
         entry.status = Status::Closed(closed);
+        (entry.held, entry.unread) = (Vec::new(), Vec::new());
         self.call(id.token(), |protocol, conn, io| protocol.on_close(conn, closed, unconsumed, io));
         self.io.timers.cancel(id.token());
     }
 
-    /// Everything written to connection `id` since the last call, in order.
+    /// Everything written to connection `id` since the last call, in order. Taking
+    /// it is its peer reading it: a connection [paused](super::Then::Pause) for its output
+    /// goes on (see [Input](Harness#input)), and what it writes then is taken too.
     pub fn take_output_of(&mut self, id: ConnId) -> Vec<u8> {
-        self.entry(id).map(|entry| std::mem::take(&mut entry.collected)).unwrap_or_default()
+        let Some(entry) = self.entry(id) else { return Vec::new() };
+        let mut taken = std::mem::take(&mut entry.collected);
+        loop {
+            let went_on = self.read(id.token()).is_some();
+            if let Some(entry) = self.entry(id) {
+                taken.append(&mut entry.collected);
+            }
+            if !went_on {
+                return taken;
+            }
+        }
     }
 
     /// The state of connection `id`.
@@ -235,8 +318,7 @@ impl<P: Protocol> Harness<P> {
     ///
     /// If the harness has no connection `id`.
     pub fn conn_of(&self, id: ConnId) -> &P::Conn {
-        let entry = self.conns.iter().find(|entry| entry.token == id.token());
-        &entry.expect("a connection of this harness").state
+        &self.entry_ref(id).state
     }
 
     /// How connection `id` was closed, if it was: by [`close_on`](Harness::close_on),
@@ -257,58 +339,99 @@ impl<P: Protocol> Harness<P> {
         self.conns.iter_mut().find(|entry| entry.token == id.token())
     }
 
+    /// # Panics
+    ///
+    /// If the harness has no connection `id`.
+    fn entry_ref(&self, id: ConnId) -> &Entry<P::Conn> {
+        let entry = self.conns.iter().find(|entry| entry.token == id.token());
+        entry.expect("a connection of this harness")
+    }
+
+    /// Makes a call that says what comes next, notes a close, and carries out what
+    /// it asked.
+    fn call_flow(
+        &mut self,
+        token: Token,
+        callback: impl FnOnce(&mut P, &mut P::Conn, &mut Io<'_>) -> Flow,
+    ) -> Flow {
+        let (flow, _) = self.call_only(token, callback);
+        if flow == Flow::Close {
+            if let Some(entry) = self.entry(ConnId::of(token)) {
+                entry.closing = true;
+                (entry.held, entry.unread) = (Vec::new(), Vec::new());
+            }
+        }
+        self.carry_out_deferred();
+        flow
+    }
+
     /// Makes one call on connection `token`, then carries out what it asked.
+    fn call<R>(&mut self, token: Token, callback: impl FnOnce(&mut P, &mut P::Conn, &mut Io<'_>) -> R) -> R {
+        let (result, _) = self.call_only(token, callback);
+        self.carry_out_deferred();
+        result
+    }
+
+    /// Makes one call on connection `token` and collects its output; returns what
+    /// the call returned and whether it wrote anything.
     ///
     /// # Panics
     ///
     /// If the harness has no connection `token`.
-    fn call<R>(&mut self, token: Token, callback: impl FnOnce(&mut P, &mut P::Conn, &mut Io<'_>) -> R) -> R {
-        let result = self.call_only(token, callback);
+    fn call_only<R>(
+        &mut self,
+        token: Token,
+        callback: impl FnOnce(&mut P, &mut P::Conn, &mut Io<'_>) -> R,
+    ) -> (R, bool) {
+        let entry =
+            self.conns.iter_mut().find(|entry| entry.token == token).expect("a connection of this harness");
+        let mut io = self.io.for_call(token, self.now, entry.collected.len());
+        let result = callback(&mut self.protocol, &mut entry.state, &mut io);
+        let wrote = !self.io.output.is_empty();
+        if wrote {
+            // A paused protocol waiting for output has it.
+            entry.awaiting_output = false;
+        }
+        if !entry.shut {
+            entry.collected.extend(self.io.output.to_vec());
+        }
+        (result, wrote)
+    }
+
+    /// Carries out what the calls made so far asked, and what the calls that makes
+    /// ask in turn, until nothing is left; inside that, does nothing (the one under
+    /// way carries out the rest).
+    fn carry_out_deferred(&mut self) {
+        if std::mem::replace(&mut self.carrying_out, true) {
+            return;
+        }
         while !self.io.deferred.is_empty() {
             let batch = self.io.deferred.take(Batch::default());
             for request in &batch.requests {
                 self.carry_out(request, &batch.bytes);
             }
         }
-        result
-    }
-
-    fn call_only<R>(
-        &mut self,
-        token: Token,
-        callback: impl FnOnce(&mut P, &mut P::Conn, &mut Io<'_>) -> R,
-    ) -> R {
-        let entry =
-            self.conns.iter_mut().find(|entry| entry.token == token).expect("a connection of this harness");
-        let mut io = self.io.for_call(token, self.now, entry.collected.len());
-        let result = callback(&mut self.protocol, &mut entry.state, &mut io);
-        if !entry.shut {
-            entry.collected.extend(self.io.output.to_vec());
-        }
-        result
+        self.carrying_out = false;
     }
 
     /// Does what a call asked of a connection, as the loop does when it returns.
     fn carry_out(&mut self, request: &Request, bytes: &[u8]) {
         let open = |entry: &Entry<P::Conn>| !matches!(entry.status, Status::Closed(_));
         match *request {
-            Request::Connect(token, addr) => self.conns.push(Entry {
-                token,
-                state: P::Conn::default(),
-                collected: Vec::new(),
-                status: Status::Connecting(addr),
-                shut: false,
-            }),
+            Request::Connect(token, addr) => self.conns.push(Entry::new(token, Status::Connecting(addr))),
             Request::Write { to, bytes: ref range, .. } => {
                 if let Some(entry) = self.entry(ConnId::of(to)).filter(|entry| open(entry) && !entry.shut) {
                     entry.collected.extend_from_slice(&bytes[range.clone()]);
                 }
             }
             Request::Wake(token) if self.entry(ConnId::of(token)).is_some_and(|entry| open(entry)) => {
-                self.call_only(token, |protocol, conn, io| protocol.on_wake(conn, io));
+                self.call_flow(token, |protocol, conn, io| protocol.on_wake(conn, io));
             }
-            Request::Resume(token) if self.entry(ConnId::of(token)).is_some_and(|entry| open(entry)) => {
-                self.call_only(token, |protocol, conn, io| protocol.on_data(conn, &[], io));
+            Request::Resume(token) => {
+                if let Some(entry) = self.entry(ConnId::of(token)).filter(|entry| open(entry)) {
+                    entry.awaiting_output = false;
+                    self.read(token);
+                }
             }
             Request::Shutdown(token) => {
                 if let Some(entry) = self.entry(ConnId::of(token)) {
@@ -316,129 +439,11 @@ impl<P: Protocol> Harness<P> {
                 }
             }
             Request::Close(token) => self.close_on(ConnId::of(token), Closed::Done, &[]),
-            Request::Wake(_)
-            | Request::Resume(_)
-            | Request::Idle(..)
-            | Request::Drain(..)
-            | Request::Splice(..) => {}
+            Request::Wake(_) | Request::Idle(..) | Request::Drain(..) | Request::Splice(..) => {}
         }
     }
 }
 
+mod input;
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Records the ticks and closes it hears of; sets a timer on each input.
-    #[derive(Default)]
-    struct Recorder {
-        ticks: Vec<SystemTime>,
-        closes: Vec<(Closed, Vec<u8>)>,
-    }
-
-    impl Protocol for Recorder {
-        type Conn = ();
-
-        fn on_data(&mut self, _conn: &mut (), _input: &[u8], io: &mut Io<'_>) -> Verdict {
-            io.set_timer(Duration::from_secs(1));
-            Verdict::keep(0)
-        }
-
-        fn on_tick(&mut self, now: SystemTime) {
-            self.ticks.push(now);
-        }
-
-        fn on_close(&mut self, _conn: &mut (), closed: Closed, unconsumed: &[u8], _io: &mut Io<'_>) {
-            self.closes.push((closed, unconsumed.to_vec()));
-        }
-    }
-
-    #[test]
-    fn a_tick_and_a_close_reach_the_protocol_and_a_close_cancels_the_timer() {
-        let mut harness = Harness::new(Recorder::default());
-        let second = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
-        harness.tick(second);
-        assert_eq!(harness.protocol().ticks, [second]);
-        harness.data(b"half");
-        assert_eq!(harness.timer(), Some(harness.now() + Duration::from_secs(1)));
-        harness.close(Closed::ByPeer, b"half");
-        assert_eq!(harness.protocol().closes, [(Closed::ByPeer, b"half".to_vec())]);
-        assert_eq!(harness.timer(), None, "a closed connection's timer never fires");
-        assert_eq!(harness.advance(Duration::from_secs(2)), None);
-    }
-
-    /// Two connections per client: what one receives is written on to the other;
-    /// an end of input shuts the other down, and a close closes it.
-    #[derive(Default)]
-    struct Pair {
-        opening: Vec<(ConnId, ConnId)>,
-    }
-
-    impl Protocol for Pair {
-        type Conn = Option<ConnId>;
-
-        fn on_open(&mut self, peer: &mut Option<ConnId>, io: &mut Io<'_>) -> Flow {
-            if let Some(at) = self.opening.iter().position(|&(backend, _)| backend == io.id()) {
-                *peer = Some(self.opening.swap_remove(at).1);
-            } else {
-                let backend = io.connect(([127, 0, 0, 1], 9).into());
-                self.opening.push((backend, io.id()));
-                *peer = Some(backend);
-            }
-            Flow::Continue
-        }
-
-        fn on_data(&mut self, peer: &mut Option<ConnId>, input: &[u8], io: &mut Io<'_>) -> Verdict {
-            io.write_to(peer.expect("a peer"), input);
-            Verdict::keep(input.len())
-        }
-
-        fn on_input_end(&mut self, peer: &mut Option<ConnId>, io: &mut Io<'_>) -> Flow {
-            io.shutdown(peer.expect("a peer"));
-            Flow::Continue
-        }
-
-        fn on_close(
-            &mut self,
-            peer: &mut Option<ConnId>,
-            _closed: Closed,
-            _unconsumed: &[u8],
-            io: &mut Io<'_>,
-        ) {
-            let opened_by =
-                self.opening.iter().find(|&&(backend, _)| backend == io.id()).map(|&(_, client)| client);
-            if let Some(other) = peer.or(opened_by) {
-                io.close(other);
-            }
-        }
-    }
-
-    #[test]
-    fn a_pair_of_connections_is_driven_both_ways() {
-        let mut harness = Harness::new(Pair::default());
-        let client = harness.id();
-        harness.open();
-        let [(backend, addr)] = harness.connecting()[..] else { panic!("{:?}", harness.connecting()) };
-        assert_eq!(addr, ([127, 0, 0, 1], 9).into());
-        harness.data(b"request");
-        assert_eq!(harness.establish(backend), Flow::Continue);
-        assert!(harness.connecting().is_empty());
-        assert_eq!(harness.take_output_of(backend), b"request", "written while it was being opened");
-        harness.data_on(backend, b"answer");
-        assert_eq!(harness.take_output(), b"answer");
-        harness.input_end();
-        assert!(harness.is_shut(backend) && !harness.is_shut(client));
-        harness.close_on(backend, Closed::ByPeer, &[]);
-        assert_eq!(harness.closed(client), Some(Closed::Done), "closed with its partner");
-    }
-
-    #[test]
-    fn a_connection_that_cannot_be_opened_closes_its_partner() {
-        let mut harness = Harness::new(Pair::default());
-        harness.open();
-        let (backend, _) = harness.connecting()[0];
-        harness.fail_connect(backend, io::ErrorKind::ConnectionRefused);
-        assert_eq!(harness.closed(backend), Some(Closed::ConnectFailed(io::ErrorKind::ConnectionRefused)));
-        assert_eq!(harness.closed(harness.id()), Some(Closed::Done));
-    }
-}
+mod tests;

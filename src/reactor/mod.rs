@@ -23,53 +23,52 @@ mod clock;
 mod close;
 mod config;
 mod connection;
-mod context;
+mod core;
 mod deferred;
 mod drain;
-mod drive;
 mod harness;
+mod io;
 mod output;
 mod protocol;
+mod requests;
 mod slab;
 mod splice;
 mod timers;
 
 pub use config::Config;
-pub use context::Io;
-pub use deferred::{DrainPolicy, IdleTimeout};
+pub use config::{DrainPolicy, IdleTimeout};
 pub use drain::{DrainOptions, ListenerFate};
 pub use harness::Harness;
-pub use output::{sealed_file, Output};
+pub use io::Io;
+pub use output::sealed_file;
 pub use protocol::{Closed, ConnId, Counts, Flow, Protocol, Then, Verdict};
+
+pub(crate) use clock::far_future;
 
 use std::fs::File;
 use std::io as stdio;
 use std::net::TcpListener;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::AsFd;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::sys::{self, Epoll, Event};
-use clock::Clock;
+use self::core::{Callback, Core, Next};
+use crate::sys::{self, Epoll, EpollEvent};
 use connection::{Connection, Phase};
-use context::IoState;
-use deferred::Batch;
 use drain::Drain;
-use drive::{Callback, Next};
+use requests::Batch;
 use slab::{Slab, Token, MAX_INDEX};
 use splice::Splices;
 
 const LISTENER: u64 = MAX_INDEX as u64 + 1;
 const CONTROL: u64 = MAX_INDEX as u64 + 2;
 
-/// Bytes read per `recv`: the loop's one read buffer, shared by all connections.
-const READ_BUFFER: usize = 64 * 1024;
 /// Events taken from the kernel per `epoll_wait`.
 const EVENTS_PER_WAIT: usize = 1024;
 
 /// Why [`Reactor::run`] returned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wake {
-    /// The descriptor given to [`Reactor::watch`] is readable. It is edge-triggered:
+    /// A descriptor given to [`Reactor::watch`] is readable. It is edge-triggered:
     /// read it until it would block.
     Control,
     /// A graceful stop ([`Reactor::drain`]) finished: every connection is closed.
@@ -128,7 +127,7 @@ pub struct Reactor<P: Protocol> {
     reserve_fd: Option<File>,
     connections: Slab<Connection<P::Conn>>,
     core: Core<P>,
-    events: Vec<Event>,
+    events: Vec<EpollEvent>,
     /// `events` holds a batch whose control event was reported first and whose
     /// other events the next turn serves.
     held: bool,
@@ -144,20 +143,6 @@ pub struct Reactor<P: Protocol> {
     blocked: Vec<(Token, Token)>,
     /// Connections whose input is spliced on to another.
     splices: Splices,
-}
-
-/// What the work on one connection needs besides the connection itself, apart from
-/// the slab, so that the two can be borrowed together.
-#[derive(Debug)]
-struct Core<P> {
-    protocol: P,
-    read_buffer: Box<[u8]>,
-    /// What a callback's `Io` borrows: the loop's one output buffer (what a callback
-    /// writes, before it is sent), the timers, and what callbacks asked of other
-    /// connections.
-    io: IoState,
-    clock: Clock,
-    config: Config,
 }
 
 /// When the loop looks at the listener's queue again.
@@ -178,7 +163,7 @@ impl<P: Protocol> Reactor<P> {
     pub fn new(listener: TcpListener, protocol: P, config: Config) -> stdio::Result<Reactor<P>> {
         listener.set_nonblocking(true)?;
         let mut reactor = Reactor::client(protocol, config)?;
-        reactor.epoll.add(listener.as_raw_fd(), sys::INTEREST_READ, LISTENER)?;
+        reactor.epoll.add(listener.as_fd(), sys::INTEREST_READ, LISTENER)?;
         reactor.listener = Some(listener);
         reactor.reserve_fd = open_reserve();
         Ok(reactor)
@@ -187,19 +172,12 @@ impl<P: Protocol> Reactor<P> {
     /// Creates a loop with no listener, for connections opened with
     /// [`connect`](Reactor::connect): the client side.
     pub fn client(protocol: P, config: Config) -> stdio::Result<Reactor<P>> {
-        let clock = Clock::new();
         Ok(Reactor {
             epoll: Epoll::new()?,
             listener: None,
             reserve_fd: None,
             connections: Slab::new(),
-            core: Core {
-                protocol,
-                read_buffer: vec![0; READ_BUFFER].into_boxed_slice(),
-                io: IoState::new(clock.start()),
-                clock,
-                config,
-            },
+            core: Core::new(protocol, config),
             events: Vec::with_capacity(EVENTS_PER_WAIT),
             held: false,
             again: Vec::new(),
@@ -212,10 +190,16 @@ impl<P: Protocol> Reactor<P> {
         })
     }
 
-    /// Also waits for `fd` (a signalfd, an eventfd) to become readable, and then
-    /// returns [`Wake::Control`] from [`run`](Reactor::run).
-    pub fn watch(&mut self, fd: RawFd) -> stdio::Result<()> {
-        self.epoll.add(fd, sys::INTEREST_READ, CONTROL)
+    /// Also waits for `fd` (a signalfd, an eventfd, a timerfd, a pipe) to become
+    /// readable, and then returns [`Wake::Control`] from [`run`](Reactor::run).
+    ///
+    /// The loop keeps no borrow of `fd`: epoll watches the open file it names until
+    /// that file is closed. Keep `fd` open for as long as the loop should watch it;
+    /// once it is closed the loop hears of it no more (if a copy of it, `dup`ed or
+    /// inherited, stays open, the loop goes on hearing of that one). The loop never
+    /// reads, writes or closes it.
+    pub fn watch(&mut self, fd: impl AsFd) -> stdio::Result<()> {
+        self.epoll.add(fd.as_fd(), sys::INTEREST_READ, CONTROL)
     }
 
     /// What the loop counted so far.
@@ -330,7 +314,7 @@ impl<P: Protocol> Reactor<P> {
         [timer, grace, second, max_wait].into_iter().flatten().min()
     }
 
-    fn on_connection_event(&mut self, token: Token, event: &Event) {
+    fn on_connection_event(&mut self, token: Token, event: &EpollEvent) {
         // A connection closed earlier in this batch has a retired token: skip it.
         let Some(conn) = self.connections.get_mut(token) else { return };
         if conn.connecting {
@@ -389,7 +373,7 @@ impl<P: Protocol> Reactor<P> {
         let Some(conn) = self.connections.get_mut(token) else { return };
         let next = match conn.phase {
             Phase::Closing { .. } => Next::Settle,
-            Phase::Lingering if readable => drive::discard_input(conn, &mut self.core.read_buffer),
+            Phase::Lingering if readable => self::core::discard_input(conn, &mut self.core.read_buffer),
             Phase::Lingering => Next::Wait,
             Phase::Open if conn.splicing && readable => self.move_input(token),
             Phase::Open if conn.splicing => Next::Wait,

@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, IoSlice};
 use std::iter::Peekable;
-use std::os::fd::RawFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
@@ -26,7 +26,7 @@ const SENDFILE_MAX: usize = 0x7fff_f000;
 /// when it references shared bytes; a file range with `sendfile`, after the bytes
 /// before it (sent with `MSG_MORE`, so that they share packets).
 #[derive(Debug, Default)]
-pub struct Output {
+pub(crate) struct Output {
     copied: Vec<u8>,
     /// Each shared piece, with how many of `copied` come before it.
     shared: Vec<(usize, Shared)>,
@@ -67,23 +67,23 @@ impl Shared {
 
 impl Output {
     /// An empty output.
-    pub fn new() -> Output {
+    pub(crate) fn new() -> Output {
         Output::default()
     }
 
     /// Bytes written, copied and shared.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 
     /// Whether nothing was written.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// Every byte written, in order, as one vector (file ranges read as they are
     /// now, up to the file's end): for tests and tools.
-    pub fn to_vec(&self) -> Vec<u8> {
+    pub(crate) fn to_vec(&self) -> Vec<u8> {
         let mut all = Vec::with_capacity(self.len);
         for piece in self.pieces(0) {
             match piece.memory() {
@@ -140,7 +140,7 @@ impl Output {
     }
 
     /// Sends what the socket takes; returns the bytes sent.
-    pub(crate) fn send(&self, fd: RawFd) -> io::Result<usize> {
+    pub(crate) fn send(&self, fd: BorrowedFd<'_>) -> io::Result<usize> {
         if self.shared.is_empty() {
             // The common case: one answer or a pipeline of copied ones, one send.
             return send_bytes(fd, &self.copied);
@@ -209,7 +209,7 @@ impl<'a> Piece<'a> {
 /// one `send` or `sendmsg` (with `MSG_MORE` when a file range comes next), or the
 /// start of a file range with one `sendfile`. Returns the bytes sent and the bytes
 /// offered: fewer sent means the socket is full.
-fn send_some<'a>(fd: RawFd, pieces: impl Iterator<Item = Piece<'a>>) -> io::Result<(usize, usize)> {
+fn send_some<'a>(fd: BorrowedFd<'_>, pieces: impl Iterator<Item = Piece<'a>>) -> io::Result<(usize, usize)> {
     let mut pieces = pieces.peekable();
     let mut slices = [IoSlice::new(&[]); SLICES_PER_SEND];
     let count = fill(&mut slices, &mut pieces);
@@ -231,10 +231,10 @@ fn send_some<'a>(fd: RawFd, pieces: impl Iterator<Item = Piece<'a>>) -> io::Resu
 /// is full; returns the bytes sent. A short sendfile is called again: it may have
 /// stopped at the file's end, which only the next call tells apart from a full
 /// socket (and a full socket, unlike an end, brings an `EPOLLOUT`).
-fn send_file(fd: RawFd, file: &File, offset: u64, len: usize) -> io::Result<usize> {
+fn send_file(fd: BorrowedFd<'_>, file: &File, offset: u64, len: usize) -> io::Result<usize> {
     let mut sent = 0;
     while sent < len {
-        match sys::sendfile(fd, file, offset + sent as u64, len - sent) {
+        match sys::sendfile(fd, file.as_fd(), offset + sent as u64, len - sent) {
             // The file is shorter than the range: what was promised cannot be sent.
             Ok(0) => {
                 return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "a file range past the file's end"))
@@ -261,12 +261,12 @@ fn fill<'a, I: Iterator<Item = Piece<'a>>>(slices: &mut [IoSlice<'a>], pieces: &
 }
 
 /// Sends what the socket takes of `bytes`, with one `send`; 0 when the socket is full.
-pub(crate) fn send_bytes(fd: RawFd, bytes: &[u8]) -> io::Result<usize> {
+pub(crate) fn send_bytes(fd: BorrowedFd<'_>, bytes: &[u8]) -> io::Result<usize> {
     send_slices(fd, &[IoSlice::new(bytes)], More::Nothing)
 }
 
 /// One `send` or `sendmsg`; 0 when the socket is full.
-fn send_slices(fd: RawFd, slices: &[IoSlice<'_>], more: More) -> io::Result<usize> {
+fn send_slices(fd: BorrowedFd<'_>, slices: &[IoSlice<'_>], more: More) -> io::Result<usize> {
     let result = match (slices, more) {
         ([one], More::Nothing) => sys::send(fd, one),
         _ => sys::send_vectored(fd, slices, more),
@@ -330,7 +330,7 @@ impl SendQueue {
     }
 
     /// Sends until the queue is empty or the socket is full; returns the bytes sent.
-    pub(crate) fn flush(&mut self, fd: RawFd) -> io::Result<usize> {
+    pub(crate) fn flush(&mut self, fd: BorrowedFd<'_>) -> io::Result<usize> {
         let mut sent = 0;
         while self.len > 0 {
             let (n, offered) = send_some(fd, self.pieces())?;
@@ -394,7 +394,6 @@ impl SendQueue {
 pub(super) mod tests {
     use super::*;
     use std::io::Read;
-    use std::os::fd::AsRawFd;
     use std::os::unix::net::UnixStream;
 
     /// A non-blocking socket with a small send buffer, so that a few kilobytes fill
@@ -412,7 +411,7 @@ pub(super) mod tests {
     /// while the peer reads.
     fn sent_through_a_full_socket(output: &Output, times: usize) -> Vec<u8> {
         let (writer, mut reader) = small_send_buffer_pair();
-        let fd = writer.as_raw_fd();
+        let fd = writer.as_fd();
         // Nothing reads yet: the first send stops where the socket's buffer is full.
         let sent = output.send(fd).expect("the first send");
         assert!(sent < output.len(), "the socket took everything at once; the test needs it full");
@@ -481,7 +480,7 @@ pub(super) mod tests {
         let body: Arc<[u8]> = b"0123456789".to_vec().into();
         let output = mixed_output(&body);
         let (writer, mut reader) = UnixStream::pair().expect("a socket pair");
-        assert_eq!(output.send(writer.as_raw_fd()).expect("a send"), output.len());
+        assert_eq!(output.send(writer.as_fd()).expect("a send"), output.len());
         drop(writer);
         let mut received = Vec::new();
         reader.read_to_end(&mut received).expect("reading");
@@ -496,7 +495,7 @@ pub(super) mod tests {
         let mut queue = SendQueue::default();
         queue.push(&output, 1);
         let (writer, mut reader) = UnixStream::pair().expect("a socket pair");
-        assert_eq!(queue.flush(writer.as_raw_fd()).expect("a flush"), output.len() - 1);
+        assert_eq!(queue.flush(writer.as_fd()).expect("a flush"), output.len() - 1);
         drop(writer);
         let mut received = Vec::new();
         reader.read_to_end(&mut received).expect("reading");
@@ -566,7 +565,7 @@ pub(super) mod tests {
         output.write(b"head");
         output.write_file(file, 500, 1000);
         let (writer, _reader) = UnixStream::pair().expect("a socket pair");
-        let error = output.send(writer.as_raw_fd()).expect_err("500 bytes promised past the end");
+        let error = output.send(writer.as_fd()).expect_err("500 bytes promised past the end");
         assert_eq!(error.kind(), io::ErrorKind::UnexpectedEof);
     }
 

@@ -4,7 +4,7 @@
 use std::io;
 use std::time::SystemTime;
 
-use super::context::Io;
+use super::io::Io;
 use super::slab::Token;
 
 /// What the loop does after [`Protocol::on_data`]: how much input was used, and

@@ -22,8 +22,10 @@ impl Token {
 /// (listener, control descriptor), which a slab token can then never equal.
 pub(crate) const MAX_INDEX: u32 = u32::MAX - 16;
 
+/// A place of the slab: the value it holds, if any, and the generation the token
+/// naming that value carries.
 #[derive(Debug)]
-struct Slot<T> {
+struct Versioned<T> {
     generation: u32,
     value: Option<T>,
 }
@@ -59,7 +61,7 @@ impl Ids {
 
 #[derive(Debug)]
 pub(crate) struct Slab<T> {
-    slots: Vec<Slot<T>>,
+    slots: Vec<Versioned<T>>,
     len: usize,
 }
 
@@ -77,7 +79,7 @@ impl<T> Slab<T> {
     pub(crate) fn put(&mut self, token: Token, value: T) {
         let index = token.index();
         if index >= self.slots.len() {
-            self.slots.resize_with(index + 1, || Slot { generation: 0, value: None });
+            self.slots.resize_with(index + 1, || Versioned { generation: 0, value: None });
         }
         let slot = &mut self.slots[index];
         debug_assert!(slot.value.is_none(), "a token taken twice");

@@ -6,9 +6,9 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 
-use super::drive::{Next, READS_PER_WAKE};
+use super::core::{Next, READS_PER_WAKE};
 use super::slab::Token;
 use super::{Closed, Protocol, Reactor};
 use crate::sys::Pipe;
@@ -103,7 +103,7 @@ impl<P: Protocol> Reactor<P> {
                     // What was written to it before goes first.
                     return Moved::Blocked(to);
                 }
-                match splice.pipe.drain_to(other.fd.as_raw_fd(), splice.in_pipe) {
+                match splice.pipe.drain_to(other.fd.as_fd(), splice.in_pipe) {
                     Ok(n) => {
                         splice.in_pipe -= n;
                         other.output_progressed = true;
@@ -119,7 +119,7 @@ impl<P: Protocol> Reactor<P> {
                 // Its end of stream was read and told: nothing more comes.
                 return Moved::Next(Next::Wait);
             };
-            match splice.pipe.fill_from(conn.fd.as_raw_fd(), PIPE_CHUNK) {
+            match splice.pipe.fill_from(conn.fd.as_fd(), PIPE_CHUNK) {
                 Ok(0) => return Moved::Next(self.core.end_input(conn, token)),
                 Ok(n) => splice.in_pipe = n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Moved::Next(Next::Wait),

@@ -3,13 +3,16 @@
 //! which percore's binary upgrade speaks too, with one more descriptor to say when
 //! the new program is ready.
 
-use std::ffi::{CString, OsStr, OsString};
-use std::io;
+use std::ffi::{CStr, CString, OsStr, OsString};
+use std::fs::File;
+use std::io::{self, Read, Write};
 use std::net::TcpListener;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::process::{self, Forked};
 
 /// The first descriptor passed (systemd's `SD_LISTEN_FDS_START`).
 const FIRST: RawFd = 3;
@@ -47,7 +50,7 @@ pub fn take_inherited() -> io::Result<Option<Inherited>> {
     let mut inherited = Inherited::default();
     for fd in FIRST..FIRST.saturating_add(count) {
         let owned = adopt(fd)?;
-        if !is_listening(owned.as_raw_fd())? {
+        if !is_listening(owned.as_fd())? {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("descriptor {fd} is not a listener"),
@@ -63,63 +66,134 @@ pub fn take_inherited() -> io::Result<Option<Inherited>> {
 
 /// Owns inherited descriptor `fd`, closed on exec from now on.
 fn adopt(fd: RawFd) -> io::Result<OwnedFd> {
-    // Fails with EBADF when nothing is open there.
-    syscall!(fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC))?;
+    // SAFETY: F_SETFD takes an int and no memory of ours; a number with nothing open
+    // there fails with EBADF. `fd` is passed by the convention and owned by nothing
+    // in this process yet (TAKEN), so flagging it changes no other owner's file.
+    unsafe { syscall!(fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC)) }?;
     // SAFETY: `fd` is open (fcntl succeeded), was inherited across exec by the
     // convention, and is taken once (TAKEN), so nothing else in this process owns it.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-fn is_listening(fd: RawFd) -> io::Result<bool> {
+fn is_listening(fd: BorrowedFd<'_>) -> io::Result<bool> {
     let mut listening: libc::c_int = 0;
     let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: the kernel writes at most `len` bytes into `listening`.
-    syscall!(getsockopt(
-        fd,
-        libc::SOL_SOCKET,
-        libc::SO_ACCEPTCONN,
-        (&mut listening as *mut libc::c_int).cast(),
-        &mut len
-    ))?;
+    let value = (&mut listening as *mut libc::c_int).cast();
+    // SAFETY: `fd` is borrowed, so open; the kernel writes at most `len` bytes into
+    // `listening`, a c_int of `len` bytes, and the written length into `len`.
+    unsafe { syscall!(getsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_ACCEPTCONN, value, &mut len)) }?;
     Ok(listening != 0)
 }
 
-/// In a child forked for it: makes `listeners` descriptors 3 on and `ready` the
-/// next, sets `LISTEN_FDS`, `LISTEN_PID` and `PERCORE_READY_FD` for them, and
-/// executes `program` with `args` (the first being its name). Returns only on
-/// failure, with the reason. The process runs one thread (it was just forked from
-/// one that checked), so it may allocate.
-pub fn exec_with_listeners(
+/// Starts `program` with `args` (the first being its name) in a new process that
+/// inherits `listeners` as descriptors 3 on and `ready` as the next, named by
+/// `LISTEN_FDS`, `LISTEN_PID` and `PERCORE_READY_FD`. Forks as [`fork`](process::fork)
+/// does (refusing from a process of more than one thread), and returns once the
+/// child has executed the program, or failed to: then `exec_error` says why, and
+/// the child exits with status 127.
+pub fn spawn_with_listeners(
     program: &Path,
     args: &[OsString],
-    listeners: &[RawFd],
-    ready: RawFd,
-) -> io::Error {
-    match prepare_and_exec(program, args, listeners, ready) {
-        Ok(never) => match never {},
-        Err(e) => e,
+    listeners: &[BorrowedFd<'_>],
+    ready: BorrowedFd<'_>,
+) -> io::Result<Spawned> {
+    // Made before the fork, so that the child has only system calls left to fail.
+    let program = c_string(program.as_os_str())?;
+    let args: Vec<CString> = args.iter().map(|arg| c_string(arg)).collect::<io::Result<_>>()?;
+    let sources: Vec<RawFd> = listeners.iter().chain([&ready]).map(AsRawFd::as_raw_fd).collect();
+    // The child says why its exec failed on this pipe; a successful exec closes it
+    // (close-on-exec) without a word. Its write end sits above every descriptor the
+    // child places, so that placing them cannot overwrite it.
+    let (error_read, write_end) = process::cloexec_pipe()?;
+    let error_write = duplicate_above(write_end.as_fd(), first_free(&sources))?;
+    drop(write_end);
+    match process::fork()? {
+        Forked::Child => {
+            // SAFETY: this is the child just forked from a process of one thread (the
+            // fork checked), the sources are borrowed, so open, and the child never
+            // returns to the caller: if the exec fails, it only writes the reason on
+            // its own pipe, above the descriptors the exec replaced, and exits at
+            // once, running no other destructor and using no other descriptor.
+            let error = match unsafe { exec_with_listeners(&program, &args, &sources, listeners.len()) } {
+                Ok(never) => match never {},
+                Err(error) => error,
+            };
+            let code = error.raw_os_error().unwrap_or(libc::EINVAL);
+            let _ = File::from(error_write).write_all(&code.to_ne_bytes());
+            // SAFETY: _exit(2) ends the process at once; it takes no memory of ours.
+            unsafe { libc::_exit(127) }
+        }
+        Forked::Parent(pid) => {
+            drop(error_write);
+            let mut code = [0; 4];
+            let exec_error = match File::from(error_read).read_exact(&mut code) {
+                Ok(()) => Some(io::Error::from_raw_os_error(i32::from_ne_bytes(code))),
+                // Closed by the exec: the program runs.
+                Err(_) => None,
+            };
+            Ok(Spawned { pid, exec_error })
+        }
     }
 }
 
-fn prepare_and_exec(
-    program: &Path,
-    args: &[OsString],
-    listeners: &[RawFd],
-    ready: RawFd,
+/// A program started by [`spawn_with_listeners`].
+#[derive(Debug)]
+pub struct Spawned {
+    /// Its process.
+    pub pid: libc::pid_t,
+    /// Why the child could not execute the program (it exits with status 127);
+    /// `None` when it did.
+    pub exec_error: Option<io::Error>,
+}
+
+/// The first descriptor above those the exec places: 3 on, one per source.
+fn first_free(sources: &[RawFd]) -> RawFd {
+    FIRST + sources.len() as RawFd
+}
+
+/// A close-on-exec copy of `fd` at `at` or above.
+fn duplicate_above(fd: BorrowedFd<'_>, at: RawFd) -> io::Result<OwnedFd> {
+    // SAFETY: `fd` is borrowed, so open; F_DUPFD_CLOEXEC takes an int and no memory
+    // of ours.
+    let copy = unsafe { syscall!(fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, at)) }?;
+    // SAFETY: fcntl returned a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(copy) })
+}
+
+/// Makes `sources` (the listeners, then the ready descriptor) descriptors 3 on,
+/// sets `LISTEN_FDS` (`listeners` of them), `LISTEN_PID` and `PERCORE_READY_FD` for
+/// them, and executes `program` with `args`. Returns only on failure, with the
+/// reason.
+///
+/// # Safety
+///
+/// Only in a child just forked from a process of one thread (so that it may
+/// allocate), which exits at once if this returns: it replaces whatever descriptors
+/// 3 on were, which other owners in this process (an `OwnedFd`, a `File`) may hold,
+/// so after it nothing may use or close a descriptor it owned there, and the process
+/// must end without running destructors (`_exit`). Each of `sources` must be open.
+unsafe fn exec_with_listeners(
+    program: &CStr,
+    args: &[CString],
+    sources: &[RawFd],
+    listeners: usize,
 ) -> io::Result<std::convert::Infallible> {
-    let sources: Vec<RawFd> = listeners.iter().copied().chain([ready]).collect();
     // Copies above every target first, so that moving one down never overwrites
     // another still to move.
-    let above = FIRST + sources.len() as RawFd;
+    let above = first_free(sources);
     let mut copies = Vec::with_capacity(sources.len());
-    for &fd in &sources {
-        copies.push(syscall!(fcntl(fd, libc::F_DUPFD_CLOEXEC, above))?);
+    for &fd in sources {
+        // SAFETY: `fd` is open (the caller's promise); F_DUPFD_CLOEXEC takes an int and
+        // no memory of ours, and makes a new descriptor above every target.
+        copies.push(unsafe { syscall!(fcntl(fd, libc::F_DUPFD_CLOEXEC, above)) }?);
     }
     for (i, &copy) in copies.iter().enumerate() {
         // dup2 clears close-on-exec on the new descriptor: it is passed on.
-        syscall!(dup2(copy, FIRST + i as RawFd))?;
+        // SAFETY: `copy` was just made; dup2 takes no memory of ours. Whatever was at
+        // the target is replaced, which the caller allowed (see `# Safety`).
+        unsafe { syscall!(dup2(copy, FIRST + i as RawFd)) }?;
     }
-    let count = listeners.len().to_string();
+    let count = listeners.to_string();
     let mut env: Vec<CString> = std::env::vars_os()
         .filter(|(name, _)| {
             !["LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES", READY_FD].iter().any(|v| name == v)
@@ -128,14 +202,12 @@ fn prepare_and_exec(
         .collect();
     env.push(pair(OsStr::new("LISTEN_FDS"), OsStr::new(&count)));
     env.push(pair(OsStr::new("LISTEN_PID"), OsStr::new(&std::process::id().to_string())));
-    env.push(pair(OsStr::new(READY_FD), OsStr::new(&(FIRST + listeners.len() as RawFd).to_string())));
-    let program = c_string(program.as_os_str())?;
-    let args: Vec<CString> = args.iter().map(|arg| c_string(arg)).collect::<io::Result<_>>()?;
+    env.push(pair(OsStr::new(READY_FD), OsStr::new(&(FIRST + listeners as RawFd).to_string())));
     let argv: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).chain([std::ptr::null()]).collect();
     let envp: Vec<*const libc::c_char> = env.iter().map(|e| e.as_ptr()).chain([std::ptr::null()]).collect();
     // SAFETY: every pointer is to a NUL-terminated string that lives until the call,
     // and both arrays end with a null pointer.
-    syscall!(execve(program.as_ptr(), argv.as_ptr(), envp.as_ptr()))?;
+    unsafe { syscall!(execve(program.as_ptr(), argv.as_ptr(), envp.as_ptr())) }?;
     unreachable!("execve returns only on failure")
 }
 

@@ -1,20 +1,23 @@
 //! Every `libc` call percore makes, behind safe functions.
 //!
 //! This is the only module with `unsafe` code. Each call goes through [`syscall!`],
-//! which turns the C convention (`-1` and `errno`) into `io::Result`, and each file
-//! descriptor is an [`OwnedFd`], closed exactly once by its `Drop`.
+//! which turns the C convention (`-1` and `errno`) into `io::Result`; each file
+//! descriptor is an [`OwnedFd`], closed exactly once by its `Drop`, and one that a
+//! call only uses is a [`BorrowedFd`], open for as long as the borrow lasts.
 
 use std::io::{self, IoSlice};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// Calls a libc function and maps a `-1` result to the thread's `errno`.
+///
+/// The macro holds no `unsafe` of its own: each call site wraps it in an `unsafe`
+/// block with the `// SAFETY:` reason its arguments are valid, which
+/// `clippy::undocumented_unsafe_blocks` then asks of every one.
 macro_rules! syscall {
     ($fn:ident ( $($arg:expr),* $(,)? )) => {{
-        // SAFETY: each caller states why the arguments are valid for this call.
-        #[allow(unused_unsafe)]
-        let res = unsafe { libc::$fn($($arg),*) };
+        let res = libc::$fn($($arg),*);
         if res == -1 {
             Err(io::Error::last_os_error())
         } else {
@@ -31,12 +34,12 @@ mod splice;
 mod timer;
 
 pub use file::{sealed_memfd, sendfile};
-pub use handoff::{exec_with_listeners, take_inherited};
+pub use handoff::{spawn_with_listeners, take_inherited};
 pub use process::{
     fork, kill, pipe, raise_nofile_limit, reap_child, set_batch_scheduling, set_parent_death_signal,
     thread_count, Exit, Forked, SignalFd,
 };
-pub use shared::SharedSlots;
+pub use shared::SharedCounters;
 pub use splice::Pipe;
 pub use timer::TimerFd;
 
@@ -44,9 +47,9 @@ pub use timer::TimerFd;
 /// `EPOLL*` bits that fired.
 #[derive(Clone, Copy)]
 #[repr(transparent)]
-pub struct Event(libc::epoll_event);
+pub struct EpollEvent(libc::epoll_event);
 
-impl Event {
+impl EpollEvent {
     /// The token the file descriptor was registered with.
     pub fn token(&self) -> u64 {
         self.0.u64
@@ -62,10 +65,13 @@ impl Event {
     }
 }
 
-impl std::fmt::Debug for Event {
+impl std::fmt::Debug for EpollEvent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (token, events) = (self.0.u64, self.0.events);
-        f.debug_struct("Event").field("token", &token).field("events", &format_args!("{events:#x}")).finish()
+        f.debug_struct("EpollEvent")
+            .field("token", &token)
+            .field("events", &format_args!("{events:#x}"))
+            .finish()
     }
 }
 
@@ -84,25 +90,29 @@ pub struct Epoll {
 impl Epoll {
     /// Creates an epoll instance, closed on `exec`.
     pub fn new() -> io::Result<Epoll> {
-        let fd = syscall!(epoll_create1(libc::EPOLL_CLOEXEC))?;
+        // SAFETY: epoll_create1 takes a flag and no memory of ours.
+        let fd = unsafe { syscall!(epoll_create1(libc::EPOLL_CLOEXEC)) }?;
         // SAFETY: epoll_create1 returned a new descriptor that nothing else owns.
         Ok(Epoll { fd: unsafe { OwnedFd::from_raw_fd(fd) } })
     }
 
-    /// Registers `fd` with `interest` (`INTEREST_*`) and `token`.
-    pub fn add(&self, fd: RawFd, interest: u32, token: u64) -> io::Result<()> {
+    /// Registers `fd` with `interest` (`INTEREST_*`) and `token`. The instance watches
+    /// the open file itself, not the borrow: until `fd` is closed (or
+    /// [`delete`](Epoll::delete)d) its events come with `token`.
+    pub fn add(&self, fd: BorrowedFd<'_>, interest: u32, token: u64) -> io::Result<()> {
         self.ctl(libc::EPOLL_CTL_ADD, fd, interest, token)
     }
 
     /// Removes `fd`; closing a descriptor removes it too, this is for one that stays open.
-    pub fn delete(&self, fd: RawFd) -> io::Result<()> {
+    pub fn delete(&self, fd: BorrowedFd<'_>) -> io::Result<()> {
         self.ctl(libc::EPOLL_CTL_DEL, fd, 0, 0)
     }
 
-    fn ctl(&self, op: libc::c_int, fd: RawFd, interest: u32, token: u64) -> io::Result<()> {
+    fn ctl(&self, op: libc::c_int, fd: BorrowedFd<'_>, interest: u32, token: u64) -> io::Result<()> {
         let mut event = libc::epoll_event { events: interest, u64: token };
-        // SAFETY: `event` is a valid epoll_event for the duration of the call.
-        syscall!(epoll_ctl(self.fd.as_raw_fd(), op, fd, &mut event))?;
+        // SAFETY: both descriptors are open (owned by `self`, borrowed), and `event` is
+        // a valid epoll_event for the duration of the call, which only reads it.
+        unsafe { syscall!(epoll_ctl(self.fd.as_raw_fd(), op, fd.as_raw_fd(), &mut event)) }?;
         Ok(())
     }
 
@@ -112,7 +122,7 @@ impl Epoll {
     /// The wait has the kernel's timer precision, not whole milliseconds: a wait of
     /// 300 µs is not rounded down to 0 (a busy poll). Linux before 5.11 has no
     /// `epoll_pwait2`; there the wait is rounded up to the next millisecond.
-    pub fn wait(&self, events: &mut Vec<Event>, timeout: Option<Duration>) -> io::Result<()> {
+    pub fn wait(&self, events: &mut Vec<EpollEvent>, timeout: Option<Duration>) -> io::Result<()> {
         events.clear();
         let capacity = events.capacity().min(libc::c_int::MAX as usize) as libc::c_int;
         let buffer = events.as_mut_ptr().cast::<libc::epoll_event>();
@@ -125,17 +135,19 @@ impl Epoll {
             });
             let spec_ptr = spec.as_ref().map_or(std::ptr::null(), |s| s as *const libc::timespec);
             // SAFETY: the kernel writes at most `capacity` entries into the Vec's spare
-            // capacity, and reads `spec` (or nothing, for NULL) during the call; no
-            // signal mask is passed.
-            let waited = syscall!(syscall(
-                libc::SYS_epoll_pwait2,
-                self.fd.as_raw_fd(),
-                buffer,
-                capacity,
-                spec_ptr,
-                std::ptr::null::<libc::sigset_t>(),
-                0usize,
-            ));
+            // capacity (an `EpollEvent` is an epoll_event), and reads `spec` (or
+            // nothing, for NULL) during the call; no signal mask is passed.
+            let waited = unsafe {
+                syscall!(syscall(
+                    libc::SYS_epoll_pwait2,
+                    self.fd.as_raw_fd(),
+                    buffer,
+                    capacity,
+                    spec_ptr,
+                    std::ptr::null::<libc::sigset_t>(),
+                    0usize,
+                ))
+            };
             match waited {
                 Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
                     PWAIT2_MISSING.store(true, Ordering::Relaxed);
@@ -166,8 +178,8 @@ impl Epoll {
             ms.min(libc::c_int::MAX as u128) as libc::c_int
         });
         // SAFETY: the kernel writes at most `capacity` entries at `buffer`, the spare
-        // capacity of the caller's Vec.
-        syscall!(epoll_wait(self.fd.as_raw_fd(), buffer, capacity, ms))
+        // capacity of the caller's Vec; the epoll descriptor is owned by `self`.
+        unsafe { syscall!(epoll_wait(self.fd.as_raw_fd(), buffer, capacity, ms)) }
     }
 }
 
@@ -176,10 +188,12 @@ static PWAIT2_MISSING: AtomicBool = AtomicBool::new(false);
 
 /// Accepts one connection from a non-blocking listener, itself non-blocking and
 /// close-on-exec. `WouldBlock` means the queue is drained.
-pub fn accept(listener: RawFd) -> io::Result<OwnedFd> {
-    let flags = libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
-    // SAFETY: null address pointers ask the kernel not to report the peer address.
-    let fd = restarting(|| syscall!(accept4(listener, std::ptr::null_mut(), std::ptr::null_mut(), flags)))?;
+pub fn accept(listener: BorrowedFd<'_>) -> io::Result<OwnedFd> {
+    let (flags, no_addr, no_len) =
+        (libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, std::ptr::null_mut(), std::ptr::null_mut());
+    // SAFETY: the listener is borrowed, so open; null address pointers ask the kernel
+    // not to report the peer address, so it writes no memory of ours.
+    let fd = restarting(|| unsafe { syscall!(accept4(listener.as_raw_fd(), no_addr, no_len, flags)) })?;
     // SAFETY: accept4 returned a new descriptor that nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
@@ -250,33 +264,42 @@ fn long_arg(value: libc::c_int) -> libc::c_long {
     libc::c_long::from(value)
 }
 
+/// A descriptor as an argument of syscall(2).
+fn fd_arg(fd: BorrowedFd<'_>) -> libc::c_long {
+    long_arg(fd.as_raw_fd())
+}
+
 /// Reads into `buf`; `Ok(0)` is end of stream, `WouldBlock` means drained.
-pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+pub fn recv(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
     let (no_addr, no_len) = (std::ptr::null_mut::<libc::sockaddr>(), std::ptr::null_mut::<libc::socklen_t>());
-    // SAFETY: recvfrom(2) writes at most `buf.len()` bytes into `buf`, and no
-    // address (both address pointers are null).
     let n = restarting(|| {
-        syscall!(syscall(
-            libc::SYS_recvfrom,
-            long_arg(fd),
-            buf.as_mut_ptr(),
-            buf.len(),
-            long_arg(0),
-            no_addr,
-            no_len
-        ))
+        // SAFETY: `fd` is borrowed, so open; recvfrom(2) writes at most `buf.len()`
+        // bytes into `buf`, and no address (both address pointers are null).
+        unsafe {
+            syscall!(syscall(
+                libc::SYS_recvfrom,
+                fd_arg(fd),
+                buf.as_mut_ptr(),
+                buf.len(),
+                long_arg(0),
+                no_addr,
+                no_len
+            ))
+        }
     })?;
     Ok(n as usize)
 }
 
 /// Sends from `buf` without raising SIGPIPE on a closed peer; returns bytes sent.
-pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+pub fn send(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
     let (flags, no_addr, no_len) =
         (long_arg(libc::MSG_NOSIGNAL), std::ptr::null::<libc::sockaddr>(), long_arg(0));
-    // SAFETY: sendto(2) reads at most `buf.len()` bytes from `buf`, and no address
-    // (null, of length 0).
     let n = restarting(|| {
-        syscall!(syscall(libc::SYS_sendto, long_arg(fd), buf.as_ptr(), buf.len(), flags, no_addr, no_len))
+        // SAFETY: `fd` is borrowed, so open; sendto(2) reads at most `buf.len()` bytes
+        // from `buf`, and no address (null, of length 0).
+        unsafe {
+            syscall!(syscall(libc::SYS_sendto, fd_arg(fd), buf.as_ptr(), buf.len(), flags, no_addr, no_len))
+        }
     })?;
     Ok(n as usize)
 }
@@ -293,7 +316,7 @@ pub enum More {
 
 /// Sends from `slices`, in order, in one call, without raising SIGPIPE on a closed
 /// peer; returns bytes sent. At most `IOV_MAX` (1024) slices are looked at.
-pub fn send_vectored(fd: RawFd, slices: &[IoSlice<'_>], more: More) -> io::Result<usize> {
+pub fn send_vectored(fd: BorrowedFd<'_>, slices: &[IoSlice<'_>], more: More) -> io::Result<usize> {
     // SAFETY: an all-zero msghdr is valid (no address, no control data, no iovecs).
     let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
     // IoSlice is ABI-compatible with iovec on Unix; the kernel only reads them.
@@ -304,30 +327,29 @@ pub fn send_vectored(fd: RawFd, slices: &[IoSlice<'_>], more: More) -> io::Resul
         More::Follows => libc::MSG_NOSIGNAL | libc::MSG_MORE,
         More::Nothing => libc::MSG_NOSIGNAL,
     };
-    // SAFETY: sendmsg(2) reads `message` and the slices it points at, which outlive
-    // the call.
-    let n = restarting(|| syscall!(syscall(libc::SYS_sendmsg, long_arg(fd), message_ptr, long_arg(flags))))?;
+    // SAFETY: `fd` is borrowed, so open; sendmsg(2) only reads `message` and the
+    // slices it points at, which outlive the call.
+    let n = restarting(|| unsafe {
+        syscall!(syscall(libc::SYS_sendmsg, fd_arg(fd), message_ptr, long_arg(flags)))
+    })?;
     Ok(n as usize)
 }
 
 /// Shuts down the sending side: the peer sees end of stream after what was sent.
-pub fn shutdown_write(fd: RawFd) -> io::Result<()> {
-    syscall!(shutdown(fd, libc::SHUT_WR))?;
+pub fn shutdown_write(fd: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: `fd` is borrowed, so open; shutdown(2) takes no memory of ours.
+    unsafe { syscall!(shutdown(fd.as_raw_fd(), libc::SHUT_WR)) }?;
     Ok(())
 }
 
 /// Sets `TCP_DEFER_ACCEPT`: the kernel hands a connection to `accept` only once its
 /// first bytes arrived (or after `seconds`), so the first read finds the request.
-pub fn set_defer_accept(fd: RawFd, seconds: libc::c_int) -> io::Result<()> {
+pub fn set_defer_accept(fd: BorrowedFd<'_>, seconds: libc::c_int) -> io::Result<()> {
     let size = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: the option value is a c_int that lives for the duration of the call.
-    syscall!(setsockopt(
-        fd,
-        libc::IPPROTO_TCP,
-        libc::TCP_DEFER_ACCEPT,
-        (&seconds as *const libc::c_int).cast(),
-        size
-    ))?;
+    let value = (&seconds as *const libc::c_int).cast();
+    // SAFETY: `fd` is borrowed, so open; the option value is a c_int of `size` bytes
+    // that lives for the duration of the call, which only reads it.
+    unsafe { syscall!(setsockopt(fd.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_DEFER_ACCEPT, value, size)) }?;
     Ok(())
 }
 
@@ -339,7 +361,7 @@ const SO_ATTACH_REUSEPORT_CBPF: libc::c_int = 51;
 /// connection to the listener at the index of the receiving CPU in `cpus` (the
 /// listeners joined the group in that order); a connection received on a CPU not in
 /// `cpus` is hashed as usual (the program answers an index past the group).
-pub fn steer_by_cpu(fd: RawFd, cpus: &[usize]) -> io::Result<()> {
+pub fn steer_by_cpu(fd: BorrowedFd<'_>, cpus: &[usize]) -> io::Result<()> {
     const LOAD_CPU: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
     const JUMP_IF_EQUAL: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
     const RETURN: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
@@ -356,14 +378,10 @@ pub fn steer_by_cpu(fd: RawFd, cpus: &[usize]) -> io::Result<()> {
     let len = u16::try_from(program.len()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     let fprog = libc::sock_fprog { len, filter: program.as_mut_ptr() };
     let size = std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t;
-    // SAFETY: `fprog` points at `program`, `len` instructions long, for the call;
+    let value = (&fprog as *const libc::sock_fprog).cast();
+    // SAFETY: `fd` is borrowed, so open; the option value is a sock_fprog of `size`
+    // bytes pointing at `program`, `len` instructions long, all alive for the call;
     // the kernel copies the program.
-    syscall!(setsockopt(
-        fd,
-        libc::SOL_SOCKET,
-        SO_ATTACH_REUSEPORT_CBPF,
-        (&fprog as *const libc::sock_fprog).cast(),
-        size
-    ))?;
+    unsafe { syscall!(setsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, value, size)) }?;
     Ok(())
 }

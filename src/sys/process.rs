@@ -3,7 +3,7 @@
 
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 /// The signals a master and its workers take through a signalfd: nginx's set (TERM,
 /// INT, QUIT, HUP, USR1, USR2) and CHLD.
@@ -29,9 +29,9 @@ pub fn fork() -> io::Result<Forked> {
         let why = format!("cannot fork a process running {threads} threads");
         return Err(io::Error::new(io::ErrorKind::WouldBlock, why));
     }
-    // SAFETY: the process runs one thread (checked above, and only this thread could
-    // start another), so the child is a complete copy of it.
-    match syscall!(fork())? {
+    // SAFETY: fork takes no arguments; the process runs one thread (checked above, and
+    // only this thread could start another), so the child is a complete copy of it.
+    match unsafe { syscall!(fork()) }? {
         0 => Ok(Forked::Child),
         pid => Ok(Forked::Parent(pid)),
     }
@@ -51,13 +51,19 @@ pub fn thread_count() -> io::Result<usize> {
 
 /// A pipe, both ends close-on-exec, the read end non-blocking: (read, write).
 pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: the kernel writes two descriptors into `fds`.
-    syscall!(pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC))?;
-    // SAFETY: pipe2 returned two new descriptors that nothing else owns.
-    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    syscall!(fcntl(read.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK))?;
+    let (read, write) = cloexec_pipe()?;
+    // SAFETY: `read` is open (owned here); F_SETFL takes an int and no memory of ours.
+    unsafe { syscall!(fcntl(read.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK)) }?;
     Ok((read, write))
+}
+
+/// A pipe, both ends close-on-exec and blocking: (read, write).
+pub(super) fn cloexec_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: the kernel writes two descriptors into `fds`, which has room for two.
+    unsafe { syscall!(pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC)) }?;
+    // SAFETY: pipe2 returned two new descriptors that nothing else owns.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// How a child ended.
@@ -81,8 +87,8 @@ impl std::fmt::Display for Exit {
 /// Reaps one child that has ended, without blocking; `None` when none has.
 pub fn reap_child() -> io::Result<Option<(libc::pid_t, Exit)>> {
     let mut status = 0;
-    // SAFETY: `status` is a valid int for the kernel to write.
-    let pid = match syscall!(waitpid(-1, &mut status, libc::WNOHANG)) {
+    // SAFETY: `status` is a valid int for the kernel to write; -1 names any child.
+    let pid = match unsafe { syscall!(waitpid(-1, &mut status, libc::WNOHANG)) } {
         Err(e) if e.raw_os_error() == Some(libc::ECHILD) => return Ok(None),
         result => result?,
     };
@@ -99,14 +105,18 @@ pub fn reap_child() -> io::Result<Option<(libc::pid_t, Exit)>> {
 
 /// Sends `signal` to process `pid`.
 pub fn kill(pid: libc::pid_t, signal: libc::c_int) -> io::Result<()> {
-    syscall!(kill(pid, signal))?;
+    // SAFETY: kill(2) takes two integers and no memory of ours; a wrong pid or
+    // signal is an error (ESRCH, EINVAL), not undefined behaviour.
+    unsafe { syscall!(kill(pid, signal)) }?;
     Ok(())
 }
 
 /// Asks the kernel to send `signal` to this process when its parent dies, so that
 /// workers never outlive a master killed with SIGKILL.
 pub fn set_parent_death_signal(signal: libc::c_int) -> io::Result<()> {
-    syscall!(prctl(libc::PR_SET_PDEATHSIG, signal as libc::c_ulong, 0, 0, 0))?;
+    // SAFETY: PR_SET_PDEATHSIG takes the signal number as an integer, and no memory
+    // of ours; the unused arguments are 0, as prctl(2) asks.
+    unsafe { syscall!(prctl(libc::PR_SET_PDEATHSIG, signal as libc::c_ulong, 0, 0, 0)) }?;
     Ok(())
 }
 
@@ -115,8 +125,9 @@ pub fn set_parent_death_signal(signal: libc::c_int) -> io::Result<()> {
 /// finds a batch of events instead of one. No privilege is needed.
 pub fn set_batch_scheduling() -> io::Result<()> {
     let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: `param` is a valid sched_param for the duration of the call.
-    syscall!(sched_setscheduler(0, libc::SCHED_BATCH, &param))?;
+    // SAFETY: `param` is a valid sched_param for the duration of the call, which only
+    // reads it; pid 0 is this process.
+    unsafe { syscall!(sched_setscheduler(0, libc::SCHED_BATCH, &param)) }?;
     Ok(())
 }
 
@@ -133,37 +144,34 @@ impl SignalFd {
     /// Blocks the signals and opens the descriptor.
     pub fn new() -> io::Result<SignalFd> {
         let mut mask = MaybeUninit::<libc::sigset_t>::uninit();
-        // SAFETY: sigemptyset initialises the set it is given.
-        syscall!(sigemptyset(mask.as_mut_ptr()))?;
+        // SAFETY: sigemptyset initialises the set it is given, which has room for one.
+        unsafe { syscall!(sigemptyset(mask.as_mut_ptr())) }?;
         // SAFETY: sigemptyset succeeded, so the set is initialised.
         let mut mask = unsafe { mask.assume_init() };
         for signal in HANDLED_SIGNALS {
             // SAFETY: `mask` is an initialised sigset_t and `signal` a valid number.
-            syscall!(sigaddset(&mut mask, signal))?;
+            unsafe { syscall!(sigaddset(&mut mask, signal)) }?;
             // SAFETY: SIG_DFL is a valid disposition for every signal handled here.
             if unsafe { libc::signal(signal, libc::SIG_DFL) } == libc::SIG_ERR {
                 return Err(io::Error::last_os_error());
             }
         }
-        // SAFETY: `mask` is initialised; the old mask is not asked for.
-        syscall!(sigprocmask(libc::SIG_BLOCK, &mask, std::ptr::null_mut()))?;
-        // SAFETY: `mask` is initialised; -1 asks for a new descriptor.
-        let fd = syscall!(signalfd(-1, &mask, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC))?;
+        // SAFETY: `mask` is initialised and only read; the old mask is not asked for
+        // (null).
+        unsafe { syscall!(sigprocmask(libc::SIG_BLOCK, &mask, std::ptr::null_mut())) }?;
+        // SAFETY: `mask` is initialised and only read; -1 asks for a new descriptor.
+        let fd = unsafe { syscall!(signalfd(-1, &mask, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC)) }?;
         // SAFETY: signalfd returned a new descriptor that nothing else owns.
         Ok(SignalFd { fd: unsafe { OwnedFd::from_raw_fd(fd) } })
-    }
-
-    /// The descriptor, to register with epoll.
-    pub fn raw_fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
     }
 
     /// The next pending signal, or `None` when there is none.
     pub fn read(&self) -> io::Result<Option<libc::c_int>> {
         let mut info = MaybeUninit::<libc::signalfd_siginfo>::uninit();
         let size = std::mem::size_of::<libc::signalfd_siginfo>();
-        // SAFETY: the kernel writes at most `size` bytes into `info`.
-        match syscall!(read(self.fd.as_raw_fd(), info.as_mut_ptr().cast(), size)) {
+        // SAFETY: the descriptor is owned by `self`; the kernel writes at most `size`
+        // bytes into `info`, which is `size` bytes long.
+        match unsafe { syscall!(read(self.fd.as_raw_fd(), info.as_mut_ptr().cast(), size)) } {
             // SAFETY: a read of a whole record initialised it.
             Ok(n) if n as usize == size => Ok(Some(unsafe { info.assume_init() }.ssi_signo as libc::c_int)),
             Ok(_) => Ok(None),
@@ -173,17 +181,24 @@ impl SignalFd {
     }
 }
 
+/// The descriptor, to register with epoll ([`Reactor::watch`](crate::reactor::Reactor::watch)).
+impl AsFd for SignalFd {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
 /// Raises the soft limit on open files to the hard limit; returns the new limit.
 pub fn raise_nofile_limit() -> io::Result<u64> {
     let mut limit = MaybeUninit::<libc::rlimit>::uninit();
-    // SAFETY: getrlimit fills the rlimit it is given.
-    syscall!(getrlimit(libc::RLIMIT_NOFILE, limit.as_mut_ptr()))?;
+    // SAFETY: getrlimit fills the rlimit it is given, which has room for one.
+    unsafe { syscall!(getrlimit(libc::RLIMIT_NOFILE, limit.as_mut_ptr())) }?;
     // SAFETY: getrlimit succeeded, so `limit` is initialised.
     let mut limit = unsafe { limit.assume_init() };
     if limit.rlim_cur < limit.rlim_max {
         limit.rlim_cur = limit.rlim_max;
-        // SAFETY: `limit` is a valid rlimit.
-        syscall!(setrlimit(libc::RLIMIT_NOFILE, &limit))?;
+        // SAFETY: `limit` is a valid rlimit, only read.
+        unsafe { syscall!(setrlimit(libc::RLIMIT_NOFILE, &limit)) }?;
     }
     Ok(limit.rlim_cur)
 }

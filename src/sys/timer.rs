@@ -2,7 +2,7 @@
 //! its sockets.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
 /// A non-blocking timerfd on the monotonic clock that fires every `interval`.
@@ -14,7 +14,9 @@ pub struct TimerFd {
 impl TimerFd {
     /// Fires first after `interval`, then every `interval`.
     pub fn every(interval: Duration) -> io::Result<TimerFd> {
-        let fd = syscall!(timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC))?;
+        let flags = libc::TFD_NONBLOCK | libc::TFD_CLOEXEC;
+        // SAFETY: timerfd_create takes a clock and flags, and no memory of ours.
+        let fd = unsafe { syscall!(timerfd_create(libc::CLOCK_MONOTONIC, flags)) }?;
         // SAFETY: timerfd_create returned a new descriptor that nothing else owns.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         let spec = libc::timespec {
@@ -22,24 +24,29 @@ impl TimerFd {
             tv_nsec: interval.subsec_nanos() as libc::c_long,
         };
         let timer = libc::itimerspec { it_interval: spec, it_value: spec };
-        // SAFETY: `timer` is a valid itimerspec; the old value is not asked for.
-        syscall!(timerfd_settime(fd.as_raw_fd(), 0, &timer, std::ptr::null_mut()))?;
+        // SAFETY: `fd` is open (owned here); `timer` is a valid itimerspec, only read;
+        // the old value is not asked for (null).
+        unsafe { syscall!(timerfd_settime(fd.as_raw_fd(), 0, &timer, std::ptr::null_mut())) }?;
         Ok(TimerFd { fd })
-    }
-
-    /// The descriptor, to register with epoll.
-    pub fn raw_fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
     }
 
     /// Expirations since the last read; 0 when none.
     pub fn read(&self) -> io::Result<u64> {
         let mut expirations = 0u64;
-        // SAFETY: the kernel writes 8 bytes into `expirations`.
-        match syscall!(read(self.fd.as_raw_fd(), (&mut expirations as *mut u64).cast(), 8)) {
+        let into = (&mut expirations as *mut u64).cast();
+        // SAFETY: the descriptor is owned by `self`; the kernel writes at most 8 bytes
+        // into `expirations`, a u64.
+        match unsafe { syscall!(read(self.fd.as_raw_fd(), into, 8)) } {
             Ok(_) => Ok(expirations),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(0),
             Err(e) => Err(e),
         }
+    }
+}
+
+/// The descriptor, to register with epoll ([`Reactor::watch`](crate::reactor::Reactor::watch)).
+impl AsFd for TimerFd {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
     }
 }

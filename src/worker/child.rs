@@ -80,8 +80,8 @@ fn serve<S: Service>(
     let protocol = service.protocol(config).map_err(WorkerError::Protocol)?;
     let mut reactor = Reactor::new(listener, protocol, job.options.reactor).map_err(WorkerError::Loop)?;
     let publish_timer = TimerFd::every(PUBLISH_EVERY).map_err(WorkerError::Loop)?;
-    reactor.watch(signals.raw_fd()).map_err(WorkerError::Loop)?;
-    reactor.watch(publish_timer.raw_fd()).map_err(WorkerError::Loop)?;
+    reactor.watch(&signals).map_err(WorkerError::Loop)?;
+    reactor.watch(&publish_timer).map_err(WorkerError::Loop)?;
     let mut retired = false;
     while reactor.run().map_err(WorkerError::Loop)? == Wake::Control {
         if publish_timer.read().map_err(WorkerError::Loop)? > 0 && !retired {

@@ -4,7 +4,7 @@
 
 use std::io;
 use std::net::{SocketAddr, TcpListener};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 
 use super::{Error, Options, PortSharing, Steering};
 use crate::listen;
@@ -57,7 +57,7 @@ impl Listeners {
                 "--steer cpu needs one worker per CPU, each on its own",
             )));
         }
-        sys::steer_by_cpu(self.sockets[0].as_raw_fd(), &options.cpus).map_err(Error::Steering)
+        sys::steer_by_cpu(self.sockets[0].as_fd(), &options.cpus).map_err(Error::Steering)
     }
 }
 

@@ -1,5 +1,5 @@
 //! Live figures: each worker publishes what its loop and protocol counted into its
-//! slot of memory shared with the master, once a second; the master reads them all
+//! counters in memory shared with the master, once a second; the master reads them all
 //! when asked (SIGUSR1) and at each `--stats` interval.
 
 use std::io;
@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::reactor::{Counts, Stats};
-use crate::sys::SharedSlots;
+use crate::sys::SharedCounters;
 
 /// A worker's figures, as last published.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -38,10 +38,10 @@ pub struct WorkerLive {
     pub per_second: Option<f64>,
 }
 
-/// The shared slots, one per worker index.
+/// The shared counters, a set per worker index.
 #[derive(Debug)]
 pub(crate) struct Board {
-    slots: SharedSlots,
+    counters: SharedCounters,
 }
 
 const PID: usize = 0;
@@ -53,13 +53,13 @@ const ERRORS: usize = 4;
 impl Board {
     /// A board for `workers` workers, shared with the processes forked from now on.
     pub(crate) fn new(workers: usize) -> io::Result<Board> {
-        Ok(Board { slots: SharedSlots::new(workers)? })
+        Ok(Board { counters: SharedCounters::new(workers)? })
     }
 
     /// Worker `index` publishes its figures.
     pub(crate) fn publish(&self, index: usize, stats: Stats, counts: Counts) {
-        let Some(slot) = self.slots.slots().get(index) else { return };
-        let store = |field: usize, value: u64| slot[field].store(value, Ordering::Relaxed);
+        let Some(counters) = self.counters.sets().get(index) else { return };
+        let store = |field: usize, value: u64| counters[field].store(value, Ordering::Relaxed);
         store(PID, u64::from(std::process::id()));
         store(ACCEPTED, stats.accepted);
         store(OPEN, stats.open as u64);
@@ -69,8 +69,8 @@ impl Board {
 
     /// Worker `index`'s figures, as last published.
     pub(crate) fn read(&self, index: usize) -> Live {
-        let Some(slot) = self.slots.slots().get(index) else { return Live::default() };
-        let load = |field: usize| slot[field].load(Ordering::Relaxed);
+        let Some(counters) = self.counters.sets().get(index) else { return Live::default() };
+        let load = |field: usize| counters[field].load(Ordering::Relaxed);
         Live {
             pid: u32::try_from(load(PID)).unwrap_or(0),
             accepted: load(ACCEPTED),
@@ -95,7 +95,7 @@ pub(crate) struct LiveFigures {
 impl LiveFigures {
     pub(crate) fn new(board: Board, every: Option<Duration>) -> LiveFigures {
         let now = Instant::now();
-        let workers = board.slots.slots().len();
+        let workers = board.counters.sets().len();
         LiveFigures {
             board,
             every,

@@ -6,13 +6,14 @@
 
 use std::collections::VecDeque;
 use std::io::Read;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
 use super::child::{self, Assignment};
 use super::listeners::Listeners;
 use super::live::{Board, LiveFigures};
 use super::{upgrade, Event, Options, Service, Stopped};
+use crate::reactor::far_future;
 use crate::sys::{self, Epoll, Exit, Forked, SignalFd};
 
 /// A worker that fails to start this many times within [`CRASH_WINDOW`] makes the
@@ -40,8 +41,9 @@ enum Role {
     Worker(usize),
 }
 
-/// A worker's place: worker `i` runs on `options.cpus[i]`.
-struct Slot {
+/// What the master knows of worker `i` (on `options.cpus[i]`) across its restarts:
+/// its process, when it started, when it is restarted, and how often it failed to.
+struct WorkerRecord {
     pid: Option<libc::pid_t>,
     started_at: Instant,
     restart_at: Option<Instant>,
@@ -70,7 +72,7 @@ pub(crate) struct Master<'a, S: Service, R> {
     config: S::Config,
     /// Where events go, in the master and, inherited, in its workers.
     report: R,
-    slots: Vec<Slot>,
+    workers: Vec<WorkerRecord>,
     generation: u32,
     /// Workers of earlier generations, draining: pid and index.
     retiring: Vec<(libc::pid_t, usize)>,
@@ -96,12 +98,12 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
     ) -> std::io::Result<Self> {
         // The signals were blocked before the first fork: workers inherit the mask.
         let epoll = Epoll::new()?;
-        epoll.add(signals.raw_fd(), sys::INTEREST_READ, SIGNALS)?;
+        epoll.add(signals.as_fd(), sys::INTEREST_READ, SIGNALS)?;
         let now = Instant::now();
-        let slots = options
+        let workers = options
             .cpus
             .iter()
-            .map(|_| Slot {
+            .map(|_| WorkerRecord {
                 pid: None,
                 started_at: now,
                 restart_at: None,
@@ -115,7 +117,7 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
             service,
             config,
             report,
-            slots,
+            workers,
             generation: 1,
             retiring: Vec::new(),
             epoll,
@@ -131,7 +133,7 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
     /// Starts every worker and supervises them until they have all stopped. In a
     /// forked child it becomes the worker and never returns.
     pub(crate) fn run(mut self) -> std::io::Result<Stopped> {
-        for index in 0..self.slots.len() {
+        for index in 0..self.workers.len() {
             if let Role::Worker(index) = self.start(index)? {
                 self.become_worker(index);
             }
@@ -188,19 +190,19 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
     /// Stopping or upgraded, and every worker is gone.
     fn finished(&self) -> bool {
         self.phase != Phase::Serving
-            && self.slots.iter().all(|slot| slot.pid.is_none())
+            && self.workers.iter().all(|worker| worker.pid.is_none())
             && self.retiring.is_empty()
     }
 
     /// Forks worker `index` of the current generation; says which side returns.
     fn start(&mut self, index: usize) -> std::io::Result<Role> {
-        let (slot, cpu) = (&mut self.slots[index], self.options.cpus[index]);
-        slot.restart_at = None;
+        let (worker, cpu) = (&mut self.workers[index], self.options.cpus[index]);
+        worker.restart_at = None;
         match sys::fork()? {
             Forked::Child => Ok(Role::Worker(index)),
             Forked::Parent(pid) => {
-                slot.pid = Some(pid);
-                slot.started_at = Instant::now();
+                worker.pid = Some(pid);
+                worker.started_at = Instant::now();
                 (self.report)(Event::Started { index, pid, cpu, generation: self.generation });
                 Ok(Role::Master)
             }
@@ -234,8 +236,10 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
                 (self.report)(Event::UpgradeFailed(std::io::Error::other(why)));
                 continue;
             }
-            let Some(index) = self.slots.iter().position(|slot| slot.pid == Some(pid)) else { continue };
-            self.slots[index].pid = None;
+            let Some(index) = self.workers.iter().position(|worker| worker.pid == Some(pid)) else {
+                continue;
+            };
+            self.workers[index].pid = None;
             match self.phase {
                 Phase::Serving => self.on_death(index, exit),
                 Phase::Upgraded => {}
@@ -258,22 +262,22 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
     /// turn an attack on one worker into an outage of all.
     fn on_death(&mut self, index: usize, exit: Exit) {
         let now = Instant::now();
-        let (slot, cpu) = (&mut self.slots[index], self.options.cpus[index]);
+        let (worker, cpu) = (&mut self.workers[index], self.options.cpus[index]);
         if matches!(exit, Exit::Code(code) if code != 0) {
-            slot.start_failures.retain(|&at| now.duration_since(at) < CRASH_WINDOW);
-            slot.start_failures.push_back(now);
-            if slot.start_failures.len() >= CRASH_LIMIT {
+            worker.start_failures.retain(|&at| now.duration_since(at) < CRASH_WINDOW);
+            worker.start_failures.push_back(now);
+            if worker.start_failures.len() >= CRASH_LIMIT {
                 self.outcome = Stopped::GaveUp { index, cpu, last: exit };
                 (self.report)(Event::Stopping(&self.outcome));
                 self.stop(libc::SIGTERM);
                 return;
             }
         }
-        let ran = now.saturating_duration_since(slot.started_at);
-        slot.backoff = if ran >= HEALTHY_AFTER { FIRST_BACKOFF } else { slot.backoff };
-        let restart_in = slot.backoff;
-        slot.backoff = slot.backoff.saturating_mul(2).min(MAX_BACKOFF);
-        slot.restart_at = Some(now + restart_in);
+        let ran = now.saturating_duration_since(worker.started_at);
+        worker.backoff = if ran >= HEALTHY_AFTER { FIRST_BACKOFF } else { worker.backoff };
+        let restart_in = worker.backoff;
+        worker.backoff = worker.backoff.saturating_mul(2).min(MAX_BACKOFF);
+        worker.restart_at = Some(now + restart_in);
         (self.report)(Event::Died { index, cpu, exit, restart_in });
     }
 
@@ -281,13 +285,13 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
     /// later: one failure must not take down the workers that run.
     fn restart_due(&mut self) -> Role {
         let now = Instant::now();
-        for index in 0..self.slots.len() {
-            if self.phase == Phase::Serving && self.slots[index].restart_at.is_some_and(|at| at <= now) {
+        for index in 0..self.workers.len() {
+            if self.phase == Phase::Serving && self.workers[index].restart_at.is_some_and(|at| at <= now) {
                 match self.start(index) {
                     Ok(Role::Master) => {}
                     Ok(role @ Role::Worker(_)) => return role,
                     Err(error) => {
-                        self.slots[index].restart_at = Some(now + MAX_BACKOFF);
+                        self.workers[index].restart_at = Some(now + MAX_BACKOFF);
                         (self.report)(Event::RestartFailed { index, error, retry_in: MAX_BACKOFF });
                     }
                 }
@@ -312,8 +316,8 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
         }
         self.generation += 1;
         (self.report)(Event::Reloading { generation: self.generation });
-        for index in 0..self.slots.len() {
-            let old = self.slots[index].pid.take();
+        for index in 0..self.workers.len() {
+            let old = self.workers[index].pid.take();
             let role = self.start(index)?;
             if let Role::Worker(_) = role {
                 return Ok(role);
@@ -348,7 +352,7 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
         let Some(listeners) = self.listeners.as_ref() else { return };
         match upgrade::start(listeners, &self.report) {
             Ok(pending) => {
-                let registered = self.epoll.add(pending.ready.as_raw_fd(), sys::INTEREST_READ, UPGRADE_READY);
+                let registered = self.epoll.add(pending.ready.as_fd(), sys::INTEREST_READ, UPGRADE_READY);
                 match registered {
                     Ok(()) => {
                         (self.report)(Event::Upgrading { pid: pending.pid });
@@ -368,7 +372,7 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
         let Some(pending) = self.upgrade.take_if(|pending| pending.deadline <= Instant::now()) else {
             return;
         };
-        let _ = self.epoll.delete(pending.ready.as_raw_fd());
+        let _ = self.epoll.delete(pending.ready.as_fd());
         let _ = sys::kill(pending.pid, libc::SIGKILL);
         let why = format!(
             "the new master (pid {}) did not say it was ready within {} s: killed",
@@ -382,7 +386,7 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
     fn on_upgrade_ready(&mut self) {
         let Some(pending) = self.upgrade.take() else { return };
         let ready = matches!((&pending.ready).read(&mut [0u8]), Ok(1));
-        let _ = self.epoll.delete(pending.ready.as_raw_fd());
+        let _ = self.epoll.delete(pending.ready.as_fd());
         if !ready {
             let why = "the new master closed its pipe before it was ready";
             return (self.report)(Event::UpgradeFailed(std::io::Error::other(why)));
@@ -390,9 +394,9 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
         (self.report)(Event::Upgraded);
         self.phase = Phase::Upgraded;
         self.outcome = Stopped::Upgraded;
-        for index in 0..self.slots.len() {
-            self.slots[index].restart_at = None;
-            if let Some(pid) = self.slots[index].pid.take() {
+        for index in 0..self.workers.len() {
+            self.workers[index].restart_at = None;
+            if let Some(pid) = self.workers[index].pid.take() {
                 self.retire(pid, index);
             }
         }
@@ -414,17 +418,17 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
             return;
         }
         let grace = self.options.shutdown_timeout.saturating_add(KILL_GRACE);
-        self.phase =
-            Phase::Stopping { kill_at: Instant::now().checked_add(grace).unwrap_or_else(far_future) };
+        let now = Instant::now();
+        self.phase = Phase::Stopping { kill_at: now.checked_add(grace).unwrap_or_else(|| far_future(now)) };
         self.listeners = None;
-        for slot in &mut self.slots {
-            slot.restart_at = None;
+        for worker in &mut self.workers {
+            worker.restart_at = None;
         }
         self.signal_all(libc::SIGTERM);
     }
 
     fn signal_all(&self, signal: libc::c_int) {
-        let current = self.slots.iter().filter_map(|slot| slot.pid);
+        let current = self.workers.iter().filter_map(|worker| worker.pid);
         for pid in current.chain(self.retiring.iter().map(|&(pid, _)| pid)) {
             // A worker that exited already is reaped on the coming SIGCHLD.
             let _ = sys::kill(pid, signal);
@@ -433,7 +437,7 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
 
     /// How long until the next restart, kill or live report is due; `None` when none is.
     fn timeout(&self) -> Option<Duration> {
-        let restarts = self.slots.iter().filter_map(|slot| slot.restart_at);
+        let restarts = self.workers.iter().filter_map(|worker| worker.restart_at);
         let kill = match self.phase {
             Phase::Stopping { kill_at } => Some(kill_at),
             _ => None,
@@ -442,9 +446,4 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
         let next = restarts.chain(kill).chain(upgrade).chain(self.live.next()).min();
         next.map(|at| at.saturating_duration_since(Instant::now()))
     }
-}
-
-/// A time no stop will reach, for a shutdown timeout too large to add to now.
-fn far_future() -> Instant {
-    Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600)
 }

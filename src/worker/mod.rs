@@ -32,12 +32,39 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::listen::ListenOptions;
+use crate::listen::{ListenOptions, Opening};
 use crate::reactor::{Config, Counts, Stats};
 use crate::sys;
 pub use crate::sys::Exit;
 
-/// How to run the workers.
+/// How to run the workers. [`Options::new`] gives what `percore serve` does by
+/// default, for an address and a protocol's first speaker; change what differs with
+/// struct update syntax:
+///
+/// ```no_run
+/// use percore::listen::Opening;
+/// use percore::reactor::{Flow, Io, Protocol, Verdict};
+/// use percore::worker::{self, Options, PortSharing};
+///
+/// /// Greets each connection, and closes it.
+/// struct Greeter;
+/// impl Protocol for Greeter {
+///     type Conn = ();
+///     fn on_open(&mut self, _: &mut (), io: &mut Io<'_>) -> Flow {
+///         io.write(b"220 hello\r\n");
+///         Flow::Close
+///     }
+///     fn on_data(&mut self, _: &mut (), input: &[u8], _: &mut Io<'_>) -> Verdict {
+///         Verdict::close(input.len())
+///     }
+/// }
+///
+/// // The server speaks first; the port is shared with the sockets already on it.
+/// let addr = ([127, 0, 0, 1], 2525).into();
+/// let options = Options { port_sharing: PortSharing::Join, ..Options::new(addr, Opening::ServerSpeaksFirst) };
+/// worker::run(&options, || Ok(Greeter), |_event| {})?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
     /// Address all workers listen on.
@@ -65,6 +92,42 @@ pub struct Options {
     pub stats_interval: Option<Duration>,
     /// Limits of each worker's loop.
     pub reactor: Config,
+}
+
+impl Options {
+    /// Workers listening on `addr` for a protocol whose first speaker is `opening`,
+    /// with `percore serve`'s defaults: one worker on each CPU this process may run
+    /// on ([`allowed_cpus`], as `taskset` sets it), each pinned to its CPU, under
+    /// `SCHED_BATCH`; a backlog of `net.core.somaxconn` (the most the kernel allows;
+    /// 4096 if it cannot be read); the address held by no other socket; connections
+    /// spread by the kernel's hash; a graceful stop waiting 10 s for open
+    /// connections, and idle ones kept 1 s; no periodic report; the loop's
+    /// [`Config::default`]. Its `max_connections` is not fitted to the open-file
+    /// limit: see [`raise_open_file_limit`] and [`OTHER_FDS`].
+    pub fn new(addr: SocketAddr, opening: Opening) -> Options {
+        let backlog = somaxconn().unwrap_or(ListenOptions::default().backlog);
+        Options {
+            addr,
+            cpus: allowed_cpus(),
+            pinning: Pinning::Pinned,
+            scheduling: Scheduling::Batch,
+            listen: ListenOptions { backlog, opening },
+            port_sharing: PortSharing::Exclusive,
+            steering: Steering::Hash,
+            shutdown_timeout: Duration::from_secs(10),
+            drain_grace: Duration::from_secs(1),
+            stats_interval: None,
+            reactor: Config::default(),
+        }
+    }
+}
+
+impl Default for Options {
+    /// [`Options::new`] on `0.0.0.0:8080`, the client speaking first, as `percore
+    /// serve` listens by default.
+    fn default() -> Options {
+        Options::new(([0, 0, 0, 0], 8080).into(), Opening::ClientSpeaksFirst)
+    }
 }
 
 /// Whether a worker runs on its CPU alone.
@@ -252,22 +315,13 @@ pub enum Event<'a> {
 /// ```no_run
 /// use std::time::Duration;
 /// use percore::http::{Hello, HelloConfig};
-/// use percore::listen::ListenOptions;
-/// use percore::reactor::Config;
-/// use percore::worker::{self, Event, Options, Pinning, PortSharing, Scheduling, Steering};
+/// use percore::listen::Opening;
+/// use percore::worker::{self, Event, Options};
 ///
 /// let options = Options {
-///     addr: ([0, 0, 0, 0], 8080).into(),
-///     cpus: worker::plan(&worker::allowed_cpus(), None, None)?, // one worker per CPU
-///     pinning: Pinning::Pinned,
-///     scheduling: Scheduling::Batch,
-///     listen: ListenOptions::default(),
-///     port_sharing: PortSharing::Exclusive,
-///     steering: Steering::Hash,
-///     shutdown_timeout: Duration::from_secs(10),
-///     drain_grace: Duration::from_secs(1),
-///     stats_interval: None,
-///     reactor: Config::default(),
+///     cpus: worker::plan(&worker::allowed_cpus(), None, Some(2))?, // two workers
+///     shutdown_timeout: Duration::from_secs(30),
+///     ..Options::new(([0, 0, 0, 0], 8080).into(), Opening::ClientSpeaksFirst)
 /// };
 /// let config = HelloConfig::default();
 /// let hello = || Ok(Hello::new(&config));

@@ -5,13 +5,13 @@
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Write};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::listeners::Listeners;
 use super::Event;
-use crate::sys::{self, Forked};
+use crate::sys;
 
 /// How long a new master may take to say it is ready: then it is killed, and this
 /// master goes on (a new binary that hangs must not wedge every later upgrade).
@@ -26,24 +26,19 @@ pub(crate) struct Pending {
     pub(crate) deadline: Instant,
 }
 
-/// Forks and, in the child, executes this program (as it is on disk now) with the
-/// same arguments and `listeners`.
+/// Starts this program (as it is on disk now) in a new process, with the same
+/// arguments and `listeners`.
 pub(crate) fn start(listeners: &Listeners, report: &impl Fn(Event<'_>)) -> io::Result<Pending> {
     let program = program_on_disk()?;
     let args: Vec<OsString> = std::env::args_os().collect();
     let (read, write) = sys::pipe()?;
-    match sys::fork()? {
-        Forked::Child => {
-            drop(read);
-            let fds: Vec<RawFd> = listeners.sockets.iter().map(AsRawFd::as_raw_fd).collect();
-            let error = sys::exec_with_listeners(&program, &args, &fds, write.as_raw_fd());
-            report(Event::UpgradeFailed(error));
-            std::process::exit(127)
-        }
-        Forked::Parent(pid) => {
-            Ok(Pending { pid, ready: File::from(read), deadline: Instant::now() + READY_TIMEOUT })
-        }
+    let fds: Vec<BorrowedFd<'_>> = listeners.sockets.iter().map(AsFd::as_fd).collect();
+    let spawned = sys::spawn_with_listeners(&program, &args, &fds, write.as_fd())?;
+    if let Some(error) = spawned.exec_error {
+        // The new master is reported failed once it is reaped (it exits with 127).
+        report(Event::UpgradeFailed(error));
     }
+    Ok(Pending { pid: spawned.pid, ready: File::from(read), deadline: Instant::now() + READY_TIMEOUT })
 }
 
 /// The new master says it is ready: one byte, then the pipe is closed.

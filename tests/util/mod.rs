@@ -6,8 +6,6 @@
 //!   watched while they run), bounded waits, signals, a temporary file, strace
 //!   attached to a process, and the worker lines of `percore serve`;
 //! - `procfs`: what /proc says about a process and its sockets;
-//! - `feed`: a protocol fed a connection's reads as the loop does, without a socket
-//!   (the fuzz targets include it by path);
 //! - `scripted`: a server written in the test, for a client under test.
 //!
 //! Test files use the re-exports below, so they need not know which module
@@ -20,7 +18,6 @@
 use std::time::Duration;
 
 mod client;
-mod feed;
 mod process;
 mod procfs;
 mod scripted;
@@ -32,7 +29,6 @@ mod server;
 #[allow(unused_imports)]
 pub use self::{
     client::{connect, date_of, read_status, read_text, read_to_eof, request, Client, Method, Response},
-    feed::serve_in_reads,
     process::{
         run_capturing, run_capturing_within, run_expecting_exit, run_expecting_exit_with_env,
         run_with_stdout_within, run_wrk, signal, stopped_lines, tool_available, try_signal, wait_until,

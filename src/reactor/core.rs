@@ -1,17 +1,37 @@
-//! The work done on one connection per wake-up: read, hand to the protocol, send;
-//! and the other callbacks, whose output is sent the same way.
+//! [`Core`]: what the work on one connection needs besides the connection, and that
+//! work, per wake-up: read, hand to the protocol, send; and the other callbacks,
+//! whose output is sent the same way.
 
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 
+use super::clock::Clock;
+use super::config::OUTPUT_BUDGET;
 use super::connection::{Connection, Phase};
-use super::context::OUTPUT_BUDGET;
+use super::io::IoState;
 use super::slab::Token;
-use super::{Closed, Core, Flow, Protocol, Then};
+use super::{Closed, Config, Flow, Protocol, Then};
 use crate::sys;
 
 /// Reads one connection may do per wake-up before the others get their turn.
 pub(crate) const READS_PER_WAKE: usize = 16;
+
+/// Bytes read per `recv`: the loop's one read buffer, shared by all connections.
+const READ_BUFFER: usize = 64 * 1024;
+
+/// What the work on one connection needs besides the connection itself, apart from
+/// the slab, so that the two can be borrowed together.
+#[derive(Debug)]
+pub(crate) struct Core<P> {
+    pub(crate) protocol: P,
+    pub(crate) read_buffer: Box<[u8]>,
+    /// What a callback's `Io` borrows: the loop's one output buffer (what a callback
+    /// writes, before it is sent), the timers, and what callbacks asked of other
+    /// connections.
+    pub(crate) io: IoState,
+    pub(crate) clock: Clock,
+    pub(crate) config: Config,
+}
 
 /// What to do with a connection after some work on it.
 pub(crate) enum Next {
@@ -34,6 +54,18 @@ pub(crate) enum Callback {
 }
 
 impl<P: Protocol> Core<P> {
+    /// `protocol` under `config`, on a clock started now.
+    pub(crate) fn new(protocol: P, config: Config) -> Core<P> {
+        let clock = Clock::new();
+        Core {
+            protocol,
+            read_buffer: vec![0; READ_BUFFER].into_boxed_slice(),
+            io: IoState::new(clock.start()),
+            clock,
+            config,
+        }
+    }
+
     /// Whether an open connection that got no readable edge has work anyway: reading
     /// paused for output that has drained, or a paused protocol whose output is sent.
     /// No new edge would bring either back.
@@ -78,7 +110,7 @@ impl<P: Protocol> Core<P> {
                     }
                 }
             }
-            let n = match sys::recv(conn.fd.as_raw_fd(), buffer) {
+            let n = match sys::recv(conn.fd.as_fd(), buffer) {
                 Ok(0) => return self.end_input(conn, token),
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Next::Wait,
@@ -202,7 +234,7 @@ impl<P: Protocol> Core<P> {
 /// Reads and drops what a lingering connection still sends; closes at its end.
 pub(crate) fn discard_input<S>(conn: &mut Connection<S>, read_buffer: &mut [u8]) -> Next {
     for _ in 0..READS_PER_WAKE {
-        match sys::recv(conn.fd.as_raw_fd(), read_buffer) {
+        match sys::recv(conn.fd.as_fd(), read_buffer) {
             Ok(0) => return Next::Close(Closed::Done),
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Next::Wait,

@@ -5,16 +5,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::deferred::{Deferred, DrainPolicy, IdleTimeout, Request};
+use super::clock::far_future;
+use super::config::{DrainPolicy, IdleTimeout, OUTPUT_BUDGET};
 use super::output::Output;
+use super::requests::{Deferred, Request};
 use super::slab::Token;
 use super::timers::Timers;
 use super::ConnId;
-
-/// Unsent output (queued and just written) above which [`Io::is_full`] says to
-/// stop writing: a client that pipelines requests without reading their answers
-/// cannot grow a connection past about this much.
-pub(crate) const OUTPUT_BUDGET: usize = 256 * 1024;
 
 /// What a callback can do: on its connection, write output, set its timer, and see
 /// the loop's time; on the loop, open a connection and write to, wake, resume,
@@ -298,11 +295,6 @@ impl std::io::Write for Io<'_> {
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
-}
-
-/// An instant no timer reaches, for a duration too large to add.
-fn far_future(now: Instant) -> Instant {
-    now + Duration::from_secs(100 * 365 * 24 * 3600)
 }
 
 #[cfg(test)]

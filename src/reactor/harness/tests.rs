@@ -1,0 +1,221 @@
+//! The harness on its own: ticks, closes, timers and a pair of connections; the
+//! input it holds and hands in again, as the loop does.
+
+use super::*;
+use crate::reactor::Then;
+
+/// Records the ticks and closes it hears of; sets a timer on each input.
+#[derive(Default)]
+struct Recorder {
+    ticks: Vec<SystemTime>,
+    closes: Vec<(Closed, Vec<u8>)>,
+}
+
+impl Protocol for Recorder {
+    type Conn = ();
+
+    fn on_data(&mut self, _conn: &mut (), _input: &[u8], io: &mut Io<'_>) -> Verdict {
+        io.set_timer(Duration::from_secs(1));
+        Verdict::keep(0)
+    }
+
+    fn on_tick(&mut self, now: SystemTime) {
+        self.ticks.push(now);
+    }
+
+    fn on_close(&mut self, _conn: &mut (), closed: Closed, unconsumed: &[u8], _io: &mut Io<'_>) {
+        self.closes.push((closed, unconsumed.to_vec()));
+    }
+}
+
+#[test]
+fn a_tick_and_a_close_reach_the_protocol_and_a_close_cancels_the_timer() {
+    let mut harness = Harness::new(Recorder::default());
+    let second = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+    harness.tick(second);
+    assert_eq!(harness.protocol().ticks, [second]);
+    harness.data(b"half");
+    assert_eq!(harness.timer(), Some(harness.now() + Duration::from_secs(1)));
+    harness.close(Closed::ByPeer, b"half");
+    assert_eq!(harness.protocol().closes, [(Closed::ByPeer, b"half".to_vec())]);
+    assert_eq!(harness.timer(), None, "a closed connection's timer never fires");
+    assert_eq!(harness.advance(Duration::from_secs(2)), None);
+}
+
+/// Two connections per client: what one receives is written on to the other;
+/// an end of input shuts the other down, and a close closes it.
+#[derive(Default)]
+struct Pair {
+    opening: Vec<(ConnId, ConnId)>,
+}
+
+impl Protocol for Pair {
+    type Conn = Option<ConnId>;
+
+    fn on_open(&mut self, peer: &mut Option<ConnId>, io: &mut Io<'_>) -> Flow {
+        if let Some(at) = self.opening.iter().position(|&(backend, _)| backend == io.id()) {
+            *peer = Some(self.opening.swap_remove(at).1);
+        } else {
+            let backend = io.connect(([127, 0, 0, 1], 9).into());
+            self.opening.push((backend, io.id()));
+            *peer = Some(backend);
+        }
+        Flow::Continue
+    }
+
+    fn on_data(&mut self, peer: &mut Option<ConnId>, input: &[u8], io: &mut Io<'_>) -> Verdict {
+        io.write_to(peer.expect("a peer"), input);
+        Verdict::keep(input.len())
+    }
+
+    fn on_input_end(&mut self, peer: &mut Option<ConnId>, io: &mut Io<'_>) -> Flow {
+        io.shutdown(peer.expect("a peer"));
+        Flow::Continue
+    }
+
+    fn on_close(&mut self, peer: &mut Option<ConnId>, _closed: Closed, _unconsumed: &[u8], io: &mut Io<'_>) {
+        let opened_by =
+            self.opening.iter().find(|&&(backend, _)| backend == io.id()).map(|&(_, client)| client);
+        if let Some(other) = peer.or(opened_by) {
+            io.close(other);
+        }
+    }
+}
+
+#[test]
+fn a_pair_of_connections_is_driven_both_ways() {
+    let mut harness = Harness::new(Pair::default());
+    let client = harness.id();
+    harness.open();
+    let [(backend, addr)] = harness.connecting()[..] else { panic!("{:?}", harness.connecting()) };
+    assert_eq!(addr, ([127, 0, 0, 1], 9).into());
+    harness.data(b"request");
+    assert_eq!(harness.establish(backend), Flow::Continue);
+    assert!(harness.connecting().is_empty());
+    assert_eq!(harness.take_output_of(backend), b"request", "written while it was being opened");
+    harness.data_on(backend, b"answer");
+    assert_eq!(harness.take_output(), b"answer");
+    harness.input_end();
+    assert!(harness.is_shut(backend) && !harness.is_shut(client));
+    harness.close_on(backend, Closed::ByPeer, &[]);
+    assert_eq!(harness.closed(client), Some(Closed::Done), "closed with its partner");
+}
+
+#[test]
+fn a_connection_that_cannot_be_opened_closes_its_partner() {
+    let mut harness = Harness::new(Pair::default());
+    harness.open();
+    let (backend, _) = harness.connecting()[0];
+    harness.fail_connect(backend, io::ErrorKind::ConnectionRefused);
+    assert_eq!(harness.closed(backend), Some(Closed::ConnectFailed(io::ErrorKind::ConnectionRefused)));
+    assert_eq!(harness.closed(harness.id()), Some(Closed::Done));
+}
+
+/// Records every input `on_data` is given and answers as its script says, then
+/// (the script done) consumes everything; each call sets a one-second timer, whose
+/// firing writes "timer"; a wake resumes the connection; the first `on_open` opens
+/// a connection.
+#[derive(Default)]
+struct Scripted {
+    inputs: Vec<Vec<u8>>,
+    /// Per call: bytes consumed, what comes next, and what it writes.
+    script: std::collections::VecDeque<(usize, Then, &'static [u8])>,
+    opened: bool,
+}
+
+impl Scripted {
+    fn new(script: &[(usize, Then, &'static [u8])]) -> Scripted {
+        Scripted { script: script.iter().copied().collect(), ..Scripted::default() }
+    }
+}
+
+impl Protocol for Scripted {
+    type Conn = ();
+
+    fn on_open(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
+        if !std::mem::replace(&mut self.opened, true) {
+            io.connect(([127, 0, 0, 1], 9).into());
+        }
+        Flow::Continue
+    }
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+        self.inputs.push(input.to_vec());
+        io.set_timer(Duration::from_secs(1));
+        let (consumed, then, written) = self.script.pop_front().unwrap_or((input.len(), Then::Read, b""));
+        io.write(written);
+        Verdict { consumed, then }
+    }
+
+    fn on_timer(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
+        io.write(b"timer");
+        Flow::Continue
+    }
+
+    fn on_wake(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
+        io.resume(io.id());
+        Flow::Continue
+    }
+}
+
+fn inputs(harness: &Harness<Scripted>) -> Vec<&[u8]> {
+    harness.protocol().inputs.iter().map(Vec::as_slice).collect()
+}
+
+#[test]
+fn what_a_call_leaves_unconsumed_comes_first_in_the_next() {
+    let mut harness = Harness::new(Scripted::new(&[(2, Then::Read, b"")]));
+    assert_eq!(harness.receive(b"abcd"), Some(Verdict::keep(2)));
+    assert_eq!(harness.unconsumed(harness.id()), b"cd");
+    assert_eq!(harness.receive(b"ef"), Some(Verdict::keep(4)));
+    assert_eq!(inputs(&harness), [&b"abcd"[..], b"cdef"]);
+    assert_eq!(harness.unconsumed(harness.id()), b"");
+}
+
+#[test]
+fn a_paused_protocol_goes_on_once_its_output_is_taken_with_what_it_holds_first() {
+    let mut harness = Harness::new(Scripted::new(&[(1, Then::Pause, b"x"), (2, Then::Read, b"y")]));
+    assert_eq!(harness.receive(b"abc"), Some(Verdict::pause(1)));
+    assert_eq!(harness.receive(b"de"), None, "not read while paused: the output waits");
+    assert_eq!(inputs(&harness), [b"abc"]);
+    // Taken, the output is sent: called with what it holds, then with what waited.
+    assert_eq!(harness.take_output(), b"xy");
+    assert_eq!(inputs(&harness), [&b"abc"[..], b"bc", b"de"]);
+}
+
+#[test]
+fn a_pause_with_nothing_written_waits_for_a_timers_output_or_a_resume() {
+    let mut harness = Harness::new(Scripted::new(&[(0, Then::Pause, b""), (0, Then::Pause, b"")]));
+    harness.receive(b"ab");
+    assert_eq!(harness.take_output(), b"", "nothing sends it on");
+    assert_eq!(inputs(&harness), [b"ab"]);
+    assert_eq!(harness.advance(Duration::from_secs(1)), Some(Flow::Continue));
+    assert_eq!(harness.take_output(), b"timer", "the timer wrote: it goes on once that is sent");
+    assert_eq!(inputs(&harness), [b"ab", b"ab"]);
+    // Paused again with nothing written; a resume sends it on.
+    harness.wake();
+    assert_eq!(inputs(&harness), [b"ab", b"ab", b"ab"]);
+}
+
+#[test]
+fn after_a_close_nothing_more_is_read() {
+    let mut harness = Harness::new(Scripted::new(&[(1, Then::Close, b"bye")]));
+    assert!(!harness.is_closing(harness.id()));
+    assert_eq!(harness.receive(b"abc"), Some(Verdict::close(1)));
+    assert!(harness.is_closing(harness.id()));
+    assert_eq!(harness.unconsumed(harness.id()), b"", "dropped, as the loop drops it");
+    assert_eq!(harness.receive(b"more"), None);
+    assert_eq!(harness.take_output(), b"bye");
+    assert_eq!(inputs(&harness), [b"abc"]);
+}
+
+#[test]
+fn input_received_while_a_connection_is_opened_is_read_once_it_is_established() {
+    let mut harness = Harness::new(Scripted::default());
+    harness.open();
+    let (backend, _) = harness.connecting()[0];
+    assert_eq!(harness.receive_on(backend, b"early"), None);
+    assert!(inputs(&harness).is_empty());
+    harness.establish(backend);
+    assert_eq!(inputs(&harness), [b"early"]);
+}
