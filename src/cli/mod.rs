@@ -14,6 +14,8 @@ use clap::Parser;
 
 use crate::listen::{ListenOptions, Opening};
 use crate::reactor::{Config, Protocol};
+use clap::builder::PossibleValue;
+
 use crate::worker::{self, Options, Pinning, PortSharing, Scheduling, Service, Steering, Stopped};
 pub use print::say;
 
@@ -52,8 +54,8 @@ pub struct ServerArgs {
     /// sharing it) but runs when that task blocks, and then answers a batch of
     /// requests instead of one; on CPUs of its own it changes nothing. `normal`:
     /// the default Linux policy.
-    #[arg(long, value_enum, default_value_t = Sched::Batch)]
-    pub sched: Sched,
+    #[arg(long, value_enum, default_value_t = Scheduling::Batch)]
+    pub sched: Scheduling,
 
     /// Accept queue length of each worker's listener [default: net.core.somaxconn,
     /// the most the kernel allows].
@@ -86,8 +88,8 @@ pub struct ServerArgs {
     /// default): by its addresses and ports. `cpu`: the worker on the CPU that
     /// received it (a reuseport BPF program), for a NIC whose queues are pinned to
     /// the workers' CPUs; one worker per CPU.
-    #[arg(long, value_enum, default_value_t = Steer::Hash)]
-    pub steer: Steer,
+    #[arg(long, value_enum, default_value_t = Steering::Hash)]
+    pub steer: Steering,
 
     /// Print each worker's requests/s and open connections every SECS seconds, one
     /// line each time.
@@ -122,22 +124,35 @@ pub struct ServerArgs {
 /// where counts would overflow.
 const MAX_CONNS: u64 = 1 << 24;
 
-/// How connections are spread over the workers, as a flag.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Steer {
-    /// By a hash of the connection (the kernel's default).
-    Hash,
-    /// To the worker on the CPU that received it.
-    Cpu,
+// The worker's own enums are the flags' values: their names and one-line help here.
+impl clap::ValueEnum for Steering {
+    fn value_variants<'a>() -> &'a [Steering] {
+        &[Steering::Hash, Steering::Cpu]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            Steering::Hash => {
+                PossibleValue::new("hash").help("By a hash of the connection (the kernel's default)")
+            }
+            Steering::Cpu => PossibleValue::new("cpu").help("To the worker on the CPU that received it"),
+        })
+    }
 }
 
-/// The workers' scheduling policy, as a flag.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Sched {
-    /// `SCHED_OTHER`, the default Linux policy.
-    Normal,
-    /// `SCHED_BATCH`.
-    Batch,
+impl clap::ValueEnum for Scheduling {
+    fn value_variants<'a>() -> &'a [Scheduling] {
+        &[Scheduling::Normal, Scheduling::Batch]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            Scheduling::Normal => {
+                PossibleValue::new("normal").help("`SCHED_OTHER`, the default Linux policy")
+            }
+            Scheduling::Batch => PossibleValue::new("batch").help("`SCHED_BATCH`"),
+        })
+    }
 }
 
 /// A CPU list as given to `--cpus` (a type of its own, which clap parses as one
@@ -164,16 +179,10 @@ impl ServerArgs {
             addr: SocketAddr::new(self.bind, self.port),
             cpus,
             pinning: if self.no_pin { Pinning::Unpinned } else { Pinning::Pinned },
-            scheduling: match self.sched {
-                Sched::Normal => Scheduling::Normal,
-                Sched::Batch => Scheduling::Batch,
-            },
+            scheduling: self.sched,
             listen: ListenOptions { backlog: self.backlog(), opening },
             port_sharing: if self.reuseport_join { PortSharing::Join } else { PortSharing::Exclusive },
-            steering: match self.steer {
-                Steer::Hash => Steering::Hash,
-                Steer::Cpu => Steering::Cpu,
-            },
+            steering: self.steer,
             shutdown_timeout: Duration::from_secs(self.shutdown_timeout),
             drain_grace: Duration::from_secs(self.drain_grace),
             stats_interval: self.stats.map(Duration::from_secs),
