@@ -5,12 +5,8 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use percore::reactor::Io;
+use percore::reactor::{Io, COPY_MAX};
 use url::{Position, Url};
-
-/// A body larger than this is referenced by every request's output, not copied into
-/// it: the server's own threshold for its answers.
-const SHARED_BODY_MIN: usize = 1024;
 
 /// Where the load goes: an `http://` URL.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -92,7 +88,7 @@ impl Target {
         head += "\r\n";
         let mut copied = head.into_bytes();
         let shared = match spec.body {
-            Some(body) if body.len() > SHARED_BODY_MIN => Some(Arc::clone(body)),
+            Some(body) if body.len() > COPY_MAX => Some(Arc::clone(body)),
             Some(body) => {
                 copied.extend_from_slice(body);
                 None

@@ -9,11 +9,7 @@ use std::time::SystemTime;
 
 use super::date::{http_date, DATE_LEN};
 use super::parse::Version;
-use crate::reactor::{sealed_file, Io};
-
-/// Bodies up to this size are copied with their head, so that an answer (and a
-/// pipeline of them) is one contiguous send; larger ones are referenced.
-const COPIED_BODY_MAX: usize = 1024;
+use crate::reactor::{sealed_file, Io, COPY_MAX};
 
 /// A response body, held once however many responses and connections send it.
 #[derive(Clone, Debug)]
@@ -93,7 +89,7 @@ impl Response {
         let head_len = head.len();
         let mut bytes = head.into_bytes();
         let referenced = match &body.0 {
-            Held::Bytes(small) if small.len() <= COPIED_BODY_MAX => {
+            Held::Bytes(small) if small.len() <= COPY_MAX => {
                 bytes.extend_from_slice(small);
                 None
             }
@@ -209,7 +205,7 @@ mod tests {
 
     #[test]
     fn a_response_is_its_head_then_its_body_small_or_shared() {
-        for size in [5, COPIED_BODY_MAX, COPIED_BODY_MAX + 1, 100_000] {
+        for size in [5, COPY_MAX, COPY_MAX + 1, 100_000] {
             let body: Arc<[u8]> = (0..size).map(|i| i as u8).collect::<Vec<_>>().into();
             let mut response =
                 Response::new("200 OK", "text/plain", &[("X-A", "b")], &Body::bytes(Arc::clone(&body)));
@@ -221,7 +217,7 @@ mod tests {
             let whole = [head.as_bytes(), &body].concat();
             assert_eq!(written(&response, false), whole, "a {size}-byte body");
             assert_eq!(written(&response, true), head.as_bytes(), "the head of a {size}-byte body");
-            let shared = size > COPIED_BODY_MAX;
+            let shared = size > COPY_MAX;
             assert_eq!(Arc::strong_count(&body) > 1, shared, "a {size}-byte body shared, not copied");
         }
     }

@@ -35,12 +35,13 @@ mod slab;
 mod splice;
 mod timers;
 
-pub use config::Config;
-pub use config::{DrainPolicy, IdleTimeout};
+pub use config::{Config, DrainPolicy, IdleTimeout};
+pub use core::READ_BUFFER;
 pub use drain::{DrainOptions, ListenerFate};
 pub use harness::Harness;
 pub use io::Io;
 pub use output::sealed_file;
+pub use output::COPY_MAX;
 pub use protocol::{Closed, ConnId, Counts, Flow, Protocol, Then, Verdict};
 
 pub(crate) use clock::far_future;
