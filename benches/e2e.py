@@ -234,7 +234,7 @@ def start(server, shape, port, env):
         binary = args.baseline if server == 'baseline' else PERCORE
         sendfile_min = ['--sendfile-min', SENDFILE_MIN[server]] if server in SENDFILE_MIN else []
         cmd = [binary, 'serve', '--bind', '127.0.0.1', '--port', str(port), '--workers', '1',
-               '--idle-timeout', '0'] + body + sendfile_min
+               '--keepalive-timeout', '0'] + body + sendfile_min
     elif server == 'floor':
         close = ['close'] if shape.startswith('close') else []
         cmd = [os.path.join(workdir, 'floor-server'), str(port), '1', 'nopin'] + close
@@ -485,7 +485,7 @@ def compare_main(argv):
                 targets.append(('nginx', port, f'nginx -p {workdir} -c {conf}'))
             port = free_port()
             targets.append(('percore', port, f'{PERCORE} serve --bind 127.0.0.1 --port {port} --workers 1 '
-                                             '--idle-timeout 0'))
+                                             '--keepalive-timeout 0'))
             if build_floor(workdir):
                 close = ' close' if shape.startswith('close') else ''
                 port = free_port()
