@@ -9,7 +9,7 @@ the table gives each ratio as the median of its per-round ratios, with the round
 
 Servers (those installed or built; --servers picks):
   percore           target/release/percore serve, one worker (bodies of --sendfile-min
-                    64k or more by sendfile(2), smaller ones from memory)
+                    16k or more by sendfile(2), smaller ones from memory)
   percore-memory    the same with --sendfile-min off: every body from memory
   percore-sendfile  the same with --sendfile-min 0: every body by sendfile(2)
   baseline          another percore binary (--baseline PATH), e.g. the previous main's

@@ -40,7 +40,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "TEXT", conflicts_with = "body_file")]
     pub body: Option<String>,
 
-    /// Read the response body from this file, once, at start.
+    /// Read the response body from this file at start, and again at each reload
+    /// (SIGHUP).
     #[arg(long, value_name = "PATH")]
     pub body_file: Option<PathBuf>,
 
