@@ -4,7 +4,6 @@
 //! listener while it serves, so a restarted or reloaded worker takes over the queue
 //! of the one it replaces.
 
-use std::collections::VecDeque;
 use std::io::Read;
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
@@ -12,20 +11,11 @@ use std::time::{Duration, Instant};
 use super::child::{self, Assignment};
 use super::listeners::Listeners;
 use super::live::{Board, LiveFigures};
+use super::restart::{Decision, Restarts, MAX_BACKOFF};
 use super::{upgrade, Event, Options, Service, Stopped};
 use crate::reactor::far_future;
 use crate::sys::{self, Epoll, Exit, Forked, SignalFd};
 
-/// A worker that fails to start this many times within [`CRASH_WINDOW`] makes the
-/// master give up.
-pub(crate) const CRASH_LIMIT: usize = 5;
-pub(crate) const CRASH_WINDOW: Duration = Duration::from_secs(10);
-/// First restart delay, doubled for each death soon after a start, up to
-/// [`MAX_BACKOFF`].
-const FIRST_BACKOFF: Duration = Duration::from_millis(100);
-const MAX_BACKOFF: Duration = Duration::from_secs(5);
-/// A worker that served this long before it died starts its back-off afresh.
-const HEALTHY_AFTER: Duration = Duration::from_secs(10);
 /// How long after the shutdown timeout a worker still running is killed.
 const KILL_GRACE: Duration = Duration::from_secs(5);
 
@@ -42,14 +32,11 @@ enum Role {
 }
 
 /// What the master knows of worker `i` (on `options.cpus[i]`) across its restarts:
-/// its process, when it started, when it is restarted, and how often it failed to.
+/// its process, when it is restarted, and its restart history.
 struct WorkerRecord {
     pid: Option<libc::pid_t>,
-    started_at: Instant,
     restart_at: Option<Instant>,
-    backoff: Duration,
-    /// Recent deaths of workers that could not start (exit status 1).
-    start_failures: VecDeque<Instant>,
+    restarts: Restarts,
 }
 
 /// Where the master is in its life.
@@ -103,13 +90,7 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
         let workers = options
             .cpus
             .iter()
-            .map(|_| WorkerRecord {
-                pid: None,
-                started_at: now,
-                restart_at: None,
-                backoff: FIRST_BACKOFF,
-                start_failures: VecDeque::new(),
-            })
+            .map(|_| WorkerRecord { pid: None, restart_at: None, restarts: Restarts::new(now) })
             .collect();
         Ok(Master {
             options,
@@ -202,7 +183,7 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
             Forked::Child => Ok(Role::Worker(index)),
             Forked::Parent(pid) => {
                 worker.pid = Some(pid);
-                worker.started_at = Instant::now();
+                worker.restarts.started(Instant::now());
                 (self.report)(Event::Started { index, pid, cpu, generation: self.generation });
                 Ok(Role::Master)
             }
@@ -254,31 +235,22 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
         Ok(())
     }
 
-    /// Schedules the restart of a worker that died unexpectedly, or gives up. A
-    /// worker that could not start (exit status 1) counts towards giving up: it
-    /// will not start on a retry either. One killed while it served (the OOM killer,
-    /// a crash under some input) is restarted however often it dies, with a
-    /// back-off that doubles while it dies soon after each start: giving up would
-    /// turn an attack on one worker into an outage of all.
+    /// Schedules the restart of a worker that died unexpectedly, or gives up, as
+    /// [`Restarts`] decides.
     fn on_death(&mut self, index: usize, exit: Exit) {
         let now = Instant::now();
         let (worker, cpu) = (&mut self.workers[index], self.options.cpus[index]);
-        if matches!(exit, Exit::Code(code) if code != 0) {
-            worker.start_failures.retain(|&at| now.duration_since(at) < CRASH_WINDOW);
-            worker.start_failures.push_back(now);
-            if worker.start_failures.len() >= CRASH_LIMIT {
+        match worker.restarts.died(exit, now) {
+            Decision::GiveUp => {
                 self.outcome = Stopped::GaveUp { index, cpu, last: exit };
                 (self.report)(Event::Stopping(&self.outcome));
                 self.stop(libc::SIGTERM);
-                return;
+            }
+            Decision::RestartIn(restart_in) => {
+                worker.restart_at = Some(now + restart_in);
+                (self.report)(Event::Died { index, cpu, exit, restart_in });
             }
         }
-        let ran = now.saturating_duration_since(worker.started_at);
-        worker.backoff = if ran >= HEALTHY_AFTER { FIRST_BACKOFF } else { worker.backoff };
-        let restart_in = worker.backoff;
-        worker.backoff = worker.backoff.saturating_mul(2).min(MAX_BACKOFF);
-        worker.restart_at = Some(now + restart_in);
-        (self.report)(Event::Died { index, cpu, exit, restart_in });
     }
 
     /// Restarts the workers whose back-off is over. A fork that fails is tried again

@@ -20,6 +20,7 @@ mod error;
 mod listeners;
 mod live;
 mod master;
+mod restart;
 mod service;
 mod upgrade;
 
@@ -211,8 +212,8 @@ impl std::fmt::Display for Stopped {
             Stopped::GaveUp { index, cpu, last } => write!(
                 f,
                 "worker {index} (cpu {cpu}) failed to start {} times within {} s, last it {last}; giving up",
-                master::CRASH_LIMIT,
-                master::CRASH_WINDOW.as_secs()
+                restart::CRASH_LIMIT,
+                restart::CRASH_WINDOW.as_secs()
             ),
             Stopped::Unclean { index, exit } => write!(f, "worker {index} {exit} while stopping"),
         }
