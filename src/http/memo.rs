@@ -55,3 +55,45 @@ impl HeadMemo {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(len: usize) -> Head {
+        Head {
+            method: Method::Get,
+            version: Version::Http11,
+            keep_alive: true,
+            content_length: 0,
+            chunked: false,
+            len,
+        }
+    }
+
+    #[test]
+    fn a_remembered_head_is_recalled_for_input_that_starts_with_it_and_only_then() {
+        let mut memo = HeadMemo::default();
+        let first = b"GET / HTTP/1.1\r\n\r\nGET /next";
+        assert_eq!(memo.recall(first), None);
+        memo.remember(first, head(18));
+        assert_eq!(memo.recall(first), Some(head(18)));
+        assert_eq!(memo.recall(b"GET / HTTP/1.1\r\n\r\n"), Some(head(18)));
+        assert_eq!(memo.recall(b"GET / HTTP/1.1\r\n\r"), None, "a head cut short");
+        assert_eq!(memo.recall(b"GET /x HTTP/1.1\r\n\r\n"), None);
+        // A new head replaces it.
+        memo.remember(b"HEAD / HTTP/1.0\r\n\r\n", head(19));
+        assert_eq!(memo.recall(first), None);
+    }
+
+    #[test]
+    fn heads_up_to_the_limit_are_remembered_and_longer_ones_not() {
+        let input = vec![b'a'; MAX_REMEMBERED + 1];
+        let mut memo = HeadMemo::default();
+        memo.remember(&input, head(MAX_REMEMBERED));
+        assert_eq!(memo.recall(&input), Some(head(MAX_REMEMBERED)));
+        let mut memo = HeadMemo::default();
+        memo.remember(&input, head(MAX_REMEMBERED + 1));
+        assert_eq!(memo.recall(&input), None);
+    }
+}

@@ -38,16 +38,23 @@ const fn alphanumeric_and(extra: &[u8]) -> [bool; 256] {
     table
 }
 
-/// The position of the first `\n` in `haystack`. Looks at 8 bytes at a time (a word
-/// has a zero byte where `word ^ 0x0a0a..` does; the classic bit trick), since every
-/// request's head is scanned for its line ends at least once.
+/// The position of the first `\n` in `haystack`: the word scan skips what holds
+/// none, and the bytes from where it stopped are searched one by one.
 pub(crate) fn find_newline(haystack: &[u8]) -> Option<usize> {
+    let offset = newline_free_words(haystack);
+    haystack[offset..].iter().position(|&b| b == b'\n').map(|i| offset + i)
+}
+
+/// How many bytes at the start of `haystack` are whole 8-byte words with no `\n`:
+/// where the first `\n` may be, to the byte. Looks at 8 bytes at a time (a word has
+/// a zero byte where `word ^ 0x0a0a..` does; the classic bit trick, exact), since
+/// every request's head is scanned for its line ends at least once.
+fn newline_free_words(haystack: &[u8]) -> usize {
     const LOW: u64 = u64::from_ne_bytes([0x01; 8]);
     const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
     const NEWLINES: u64 = u64::from_ne_bytes([b'\n'; 8]);
-    let mut chunks = haystack.chunks_exact(8);
     let mut offset = 0;
-    for chunk in &mut chunks {
+    for chunk in haystack.chunks_exact(8) {
         let word = u64::from_ne_bytes(chunk.try_into().expect("chunks of 8"));
         let zeroed = word ^ NEWLINES;
         if zeroed.wrapping_sub(LOW) & !zeroed & HIGH != 0 {
@@ -55,7 +62,7 @@ pub(crate) fn find_newline(haystack: &[u8]) -> Option<usize> {
         }
         offset += 8;
     }
-    haystack[offset..].iter().position(|&b| b == b'\n').map(|i| offset + i)
+    offset
 }
 
 /// The length of a head, up to and including its empty line, looking for line ends
@@ -227,6 +234,20 @@ mod tests {
             text[at] = 0x8a; // a byte that differs from \n only in its high bit
         }
         assert_eq!(find_newline(&text), None);
+    }
+
+    #[test]
+    fn the_word_scan_stops_at_the_word_that_holds_the_first_newline() {
+        // Bytes that differ from \n in one bit each, and no \n: every whole word is
+        // skipped, the last partial one left to the byte search.
+        let mut text: Vec<u8> = (0..8).flat_map(|bit| [b'\n' ^ (1 << bit); 5]).collect();
+        assert_eq!(newline_free_words(&text), 40);
+        text.push(b'\n');
+        for at in 0..text.len() {
+            let mut with_newline = text.clone();
+            with_newline[at] = b'\n';
+            assert_eq!(newline_free_words(&with_newline), at / 8 * 8, "newline at {at}");
+        }
     }
 
     #[test]
