@@ -245,3 +245,63 @@ pub(crate) fn discard_input<S>(conn: &mut Connection<S>, read_buffer: &mut [u8])
     }
     Next::Again
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::output::tests::small_send_buffer_pair;
+    use super::super::{Io, Verdict};
+    use super::*;
+    use std::os::fd::OwnedFd;
+    use std::os::unix::net::UnixStream;
+
+    struct Unused;
+
+    impl Protocol for Unused {
+        type Conn = ();
+
+        fn on_data(&mut self, _conn: &mut (), input: &[u8], _io: &mut Io<'_>) -> Verdict {
+            Verdict::keep(input.len())
+        }
+    }
+
+    /// A connection with `unsent` bytes queued (none, or more than its socket takes:
+    /// the peer, returned, does not read).
+    fn with_unsent(unsent: usize) -> (Connection<()>, UnixStream) {
+        let (ours, peer) = small_send_buffer_pair();
+        let mut conn = Connection::new(OwnedFd::from(ours));
+        if unsent > 0 {
+            let first = 64 * 1024;
+            conn.send_bytes(&vec![b'x'; first]).expect("a send");
+            let queued = conn.unsent();
+            assert!(queued > 0 && queued <= unsent, "the socket took {} bytes", first - queued);
+            // Queued whole behind what the full socket did not take.
+            conn.send_bytes(&vec![b'y'; unsent - queued]).expect("queued");
+        }
+        assert_eq!(conn.unsent(), unsent);
+        (conn, peer)
+    }
+
+    #[test]
+    fn reading_paused_for_output_resumes_once_the_output_is_within_the_budget() {
+        let core = Core::new(Unused, Config::default());
+        for (unsent, resumes) in [(0, true), (OUTPUT_BUDGET, true), (OUTPUT_BUDGET + 1, false)] {
+            let (mut conn, _peer) = with_unsent(unsent);
+            assert!(!core.may_resume(&conn), "nothing paused, {unsent} bytes unsent");
+            conn.read_paused = true;
+            assert_eq!(core.may_resume(&conn), resumes, "{unsent} bytes unsent");
+        }
+    }
+
+    #[test]
+    fn a_paused_protocol_resumes_once_all_its_output_is_sent_unless_it_awaits_more() {
+        let core = Core::new(Unused, Config::default());
+        let (mut conn, _peer) = with_unsent(0);
+        conn.paused = true;
+        assert!(core.may_resume(&conn));
+        conn.awaiting_output = true;
+        assert!(!core.may_resume(&conn), "awaiting output another connection writes");
+        let (mut conn, _peer) = with_unsent(OUTPUT_BUDGET);
+        conn.paused = true;
+        assert!(!core.may_resume(&conn), "output unsent");
+    }
+}

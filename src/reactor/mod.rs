@@ -457,4 +457,17 @@ mod tests {
         reactor.accept = Accept::Now;
         assert_eq!(reactor.timeout(Some(Duration::from_secs(5))), Some(Duration::ZERO));
     }
+
+    #[test]
+    fn a_drain_wakes_the_loop_when_its_grace_ends_not_at_the_next_tick() {
+        let mut reactor = Reactor::client(Unused, Config::default()).expect("a loop");
+        let grace = Duration::from_millis(50);
+        reactor.drain(DrainOptions {
+            listener: ListenerFate::HandOver,
+            grace,
+            timeout: Duration::from_secs(10),
+        });
+        let wait = reactor.timeout(None).expect("a bound");
+        assert!(wait <= grace, "{wait:?}");
+    }
 }
