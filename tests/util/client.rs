@@ -179,9 +179,19 @@ pub fn request(method: Method, target: &str, version: &str, extra: &[&str]) -> S
 
 /// Asserts `reader` reaches EOF (read returns 0) within its timeout without
 /// yielding any more bytes.
+///
+/// A read is tried again when it was interrupted: on a socket with a receive
+/// timeout, a stop of the test process (a stop signal, or a cgroup freeze on a
+/// loaded, shared machine) ends the read with EINTR, which says nothing of the server.
 pub fn read_to_eof(reader: &mut impl Read) {
     let mut buf = [0u8; 4096];
-    match reader.read(&mut buf) {
+    let read = loop {
+        match reader.read(&mut buf) {
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            read => break read,
+        }
+    };
+    match read {
         Ok(0) => {}
         Ok(n) => panic!(
             "expected the connection to close, got {n} more bytes: {:?}",
