@@ -35,10 +35,13 @@
 //!     }
 //! }
 //!
+//! # #[cfg(feature = "cli")]
 //! fn main() -> std::process::ExitCode {
 //!     // Parses --bind, --port, --cpus, --workers, the timeouts...; one worker per CPU.
 //!     percore::cli::main(Opening::ClientSpeaksFirst, || Ok(LineLength))
 //! }
+//! # #[cfg(not(feature = "cli"))] // without it, worker::run is the way in
+//! # fn main() {}
 //! ```
 //!
 //! The modules:

@@ -24,8 +24,16 @@ const LISTENING_PREFIX: &str = "listening on ";
 
 const LOOPBACK_ARGS: [&str; 4] = ["--bind", "127.0.0.1", "--port", "0"];
 
+/// The `percore` binary under test: the one cargo built beside the tests, or the
+/// one `PERCORE_BIN` names (CI runs the process tests once more against the release
+/// build, the profile that is benchmarked). Examples are built into its profile.
 pub fn percore_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_percore"))
+    if let Some(path) = std::env::var_os("PERCORE_BIN") {
+        return PathBuf::from(path);
+    }
+    // Not built without the `bin` feature; the tests that start it require it.
+    let built = option_env!("CARGO_BIN_EXE_percore");
+    PathBuf::from(built.expect("the percore binary is built only with the `bin` feature"))
 }
 
 /// Path of example `name`, building it first.
