@@ -1,0 +1,333 @@
+//! `worker::run` serving a `Service` of the test's own, as a program that takes the
+//! library without its `cli` feature does: the master loads the service's
+//! configuration, forks a worker that builds its protocol from it, reports its
+//! events to the caller's closure, and stops gracefully on SIGTERM with status 0.
+//!
+//! A test crate of its own with no libtest harness (`harness = false` in
+//! Cargo.toml): `worker::run` refuses to fork from a process with more than one
+//! thread, and libtest runs tests on threads. `main` is the test; it starts this
+//! same program again in the role of the server ([`ROLE`] set), with one worker on
+//! 127.0.0.1 port 0, and talks to it. Every check that fails prints why and makes
+//! the program exit with status 1; the server is killed on the way out.
+//!
+//! It takes nothing from `tests/util`, which needs the `bin` feature (it starts the
+//! `percore` binary): this test must build and pass with `--no-default-features`.
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+use percore::listen::Opening;
+use percore::reactor::{Counts, Io, Protocol, Verdict};
+use percore::worker::{self, Event, Options, Service, Stopped};
+
+/// Set in the environment of the copy of this program that serves.
+const ROLE: &str = "PERCORE_TEST_SERVICE_SERVES";
+
+/// Bound on every wait for the server: its start, an answer, its stop.
+const WAIT: Duration = Duration::from_secs(15);
+
+/// The longest line the service measures, as its configuration says.
+const LONGEST: usize = 16;
+
+/// Answers each line with its length in bytes (its line ending not counted), or
+/// `too long` past the longest its configuration allows; a partial line waits for
+/// the rest. Counts the lines, and the ones refused.
+struct LineLength {
+    longest: usize,
+    counts: Counts,
+}
+
+impl Protocol for LineLength {
+    type Conn = ();
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+        let mut consumed = 0;
+        while let Some(end) = input[consumed..].iter().position(|&b| b == b'\n') {
+            let line = &input[consumed..consumed + end];
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            consumed += end + 1;
+            self.counts.requests += 1;
+            if line.len() > self.longest {
+                self.counts.errors += 1;
+                io.write(b"too long\r\n");
+            } else {
+                io.write(format!("{}\r\n", line.len()).as_bytes());
+            }
+        }
+        Verdict::keep(consumed)
+    }
+
+    fn counts(&self) -> Counts {
+        self.counts
+    }
+}
+
+/// The service: its configuration (the longest line measured) loaded in the master,
+/// the protocol built from it in the worker.
+struct Lengths;
+
+impl Service for Lengths {
+    type Protocol = LineLength;
+    type Config = usize;
+
+    fn load(&self) -> io::Result<usize> {
+        Ok(LONGEST)
+    }
+
+    fn protocol(&self, longest: &usize) -> io::Result<LineLength> {
+        Ok(LineLength { longest: *longest, counts: Counts::default() })
+    }
+}
+
+/// The test's name, as `cargo test` filters and lists it.
+const NAME: &str = "worker_run_serves_a_custom_service_and_stops_on_term";
+
+fn main() -> ExitCode {
+    if std::env::var_os(ROLE).is_some() {
+        return serve();
+    }
+    // Of libtest's arguments, `--list` alone is honoured (`cargo test -- --list`);
+    // filters and the rest are ignored: the test always runs, never skipped by an
+    // argument misread.
+    if std::env::args().any(|arg| arg == "--list") {
+        println!("{NAME}: test");
+        return ExitCode::SUCCESS;
+    }
+    match check() {
+        Ok(()) => {
+            println!("test {NAME} ... ok");
+            ExitCode::SUCCESS
+        }
+        Err(why) => {
+            eprintln!("test {NAME} ... FAILED\n{why}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The server's role: one worker on 127.0.0.1 port 0, its events as lines on stdout
+/// (`listening ADDR`, `worker PID`, `stopped ...`, any other as it debugs); exits 0
+/// once it stopped gracefully.
+fn serve() -> ExitCode {
+    let cpus = match worker::plan(&worker::allowed_cpus(), None, Some(1)) {
+        Ok(cpus) => cpus,
+        Err(why) => {
+            eprintln!("server: {why}");
+            return ExitCode::from(2);
+        }
+    };
+    let options = Options { cpus, ..Options::new(([127, 0, 0, 1], 0).into(), Opening::ClientSpeaksFirst) };
+    let report = |event: Event<'_>| match event {
+        Event::Listening(addr) => println!("listening {addr}"),
+        Event::Started { pid, .. } => println!("worker {pid}"),
+        Event::Stopped { stats, counts, .. } => println!(
+            "stopped: {} accepted, {} requests, {} errors",
+            stats.accepted, counts.requests, counts.errors
+        ),
+        other => println!("event {other:?}"),
+    };
+    match worker::run(&options, Lengths, report) {
+        Ok(Stopped::Gracefully) => ExitCode::SUCCESS,
+        Ok(stopped) => {
+            eprintln!("server: {stopped}");
+            ExitCode::from(3)
+        }
+        Err(error) => {
+            eprintln!("server: {error}");
+            ExitCode::from(4)
+        }
+    }
+}
+
+/// What the client sends, in two writes (the first ends inside a line), and the
+/// answer it must get, byte for byte.
+const SENT: [&[u8]; 2] = [b"hello\r\nPING\r\n\r\nab", b"cd\r\na line far too long\r\n"];
+const ANSWER: &[u8] = b"5\r\n4\r\n0\r\n4\r\ntoo long\r\n";
+/// The worker's last line once the connection closed and the master got SIGTERM.
+const STOPPED: &str = "stopped: 1 accepted, 5 requests, 1 errors";
+
+/// The test: start the server, talk to it, stop it, check it is gone.
+fn check() -> Result<(), String> {
+    let mut server = Server::start()?;
+    let addr: SocketAddr =
+        server.line_after("listening ")?.parse().map_err(|e| format!("the address: {e}"))?;
+    let worker: u32 = server.line_after("worker ")?.parse().map_err(|e| format!("the worker's pid: {e}"))?;
+    server.worker = Some(worker);
+
+    let answer = converse(addr).map_err(|e| format!("talking to {addr}: {e}"))?;
+    if answer != ANSWER {
+        return Err(format!(
+            "the answer was {:?}, not {:?}",
+            String::from_utf8_lossy(&answer),
+            String::from_utf8_lossy(ANSWER)
+        ));
+    }
+
+    signal(server.pid(), "TERM")?;
+    let status = server.wait_for_exit()?;
+    // The master reaps its workers before it exits: none is left, not even a zombie.
+    let worker_left = std::path::Path::new(&format!("/proc/{worker}")).exists();
+    let rest = server.lines_to_end()?;
+    if !status.success() {
+        return Err(format!("the master exited with {status} after SIGTERM; it said:\n{}", rest.join("\n")));
+    }
+    if worker_left {
+        return Err(format!("worker {worker} was still there when its master exited"));
+    }
+    if rest != [STOPPED] {
+        return Err(format!("after SIGTERM it said {rest:?}, not {STOPPED:?}"));
+    }
+    Ok(())
+}
+
+/// Sends [`SENT`], then the end of the stream; returns every byte read until the
+/// server closed.
+fn converse(addr: SocketAddr) -> io::Result<Vec<u8>> {
+    let mut stream = TcpStream::connect_timeout(&addr, WAIT)?;
+    stream.set_read_timeout(Some(WAIT))?;
+    stream.set_write_timeout(Some(WAIT))?;
+    stream.write_all(SENT[0])?;
+    // The first write's complete lines are answered before the rest is sent: the
+    // partial line is held by the worker, not merged by the kernel.
+    let mut first = vec![0; b"5\r\n4\r\n0\r\n".len()];
+    stream.read_exact(&mut first)?;
+    stream.write_all(SENT[1])?;
+    stream.shutdown(Shutdown::Write)?;
+    let mut rest = Vec::new();
+    stream.read_to_end(&mut rest)?;
+    first.extend(rest);
+    Ok(first)
+}
+
+/// This program in the server's role, its stdout read line by line on a thread;
+/// killed (and its worker) when dropped unless it exited.
+struct Server {
+    child: Child,
+    lines: Receiver<String>,
+    worker: Option<u32>,
+}
+
+impl Server {
+    fn start() -> Result<Server, String> {
+        let program = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
+        let mut child = Command::new(program)
+            .env(ROLE, "1")
+            // Listeners handed down by a service manager would be taken instead of
+            // binding port 0; a fault injected for other tests would fail the worker.
+            .env_remove("LISTEN_FDS")
+            .env_remove("LISTEN_PID")
+            .env_remove("PERCORE_FAULT")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("starting the server: {e}"))?;
+        let stdout = child.stdout.take().expect("piped");
+        let (sender, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Server { child, lines, worker: None })
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The rest of the next line, which must start with `prefix`.
+    fn line_after(&self, prefix: &str) -> Result<String, String> {
+        let line =
+            self.lines.recv_timeout(WAIT).map_err(|_| format!("no {prefix:?} line within {WAIT:?}"))?;
+        line.strip_prefix(prefix)
+            .map(str::to_string)
+            .ok_or_else(|| format!("the server said {line:?} where {prefix:?} was expected"))
+    }
+
+    /// Every line until stdout closed: the master and the worker both exited.
+    fn lines_to_end(&self) -> Result<Vec<String>, String> {
+        let deadline = Instant::now() + WAIT;
+        let mut lines = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => lines.push(line),
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(lines),
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    return Err(format!("the server's output still open {WAIT:?} after it exited: {lines:?}"))
+                }
+            }
+        }
+    }
+
+    fn wait_for_exit(&mut self) -> Result<ExitStatus, String> {
+        let mut status = None;
+        let exited = wait_until(|| {
+            status = self.child.try_wait().ok().flatten();
+            status.is_some()
+        });
+        match status {
+            Some(status) if exited => Ok(status),
+            _ => Err(format!("the master did not exit within {WAIT:?} of SIGTERM")),
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            // Fails only if it exited meanwhile, which is fine.
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        // Its worker dies with it (it asks for SIGTERM at its parent's death), also
+        // when the test failed before it learnt the worker's pid; a worker known
+        // that would not is killed.
+        if let Some(worker) = self.worker.filter(|&pid| !wait_until(|| !is_running(pid))) {
+            let _ = signal(worker, "KILL");
+        }
+    }
+}
+
+/// Sends SIG`name` to `pid` with kill(1).
+fn signal(pid: u32, name: &str) -> Result<(), String> {
+    let status = Command::new("kill")
+        .args([format!("-{name}"), pid.to_string()])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|e| format!("running kill: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("kill -{name} {pid}: {status}"))
+    }
+}
+
+/// Whether process `pid` exists and is not a zombie, as /proc says.
+fn is_running(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+    // The state follows the command name, which is in parentheses and may hold any.
+    let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
+    state.is_some_and(|state| state != 'Z')
+}
+
+/// Polls `done` every 20 ms until it holds or [`WAIT`] passes; whether it held.
+fn wait_until(mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if done() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return done();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
