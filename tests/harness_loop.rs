@@ -354,11 +354,10 @@ fn the_harness_and_the_loop_give_one_script_the_same_bytes() {
 }
 
 #[test]
-#[ignore = "issue 27: the harness calls on_timer and on_wake on a connection that said close"]
 fn a_connection_that_said_close_hears_from_no_timer_nor_wake() {
     // The loop calls back an open connection only: once `quit` said close, the
-    // timer set before it and the wake asked beside it do nothing. The harness
-    // fires both, and collects what they write.
+    // timer set before it and the wake asked beside it do nothing, in the harness
+    // as in the loop.
     both_give(&[Step { send: b"after 20\nwake\nquit\n", expect: b"bye\n" }]);
 }
 

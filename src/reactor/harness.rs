@@ -33,7 +33,7 @@ use super::{Closed, ConnId, Flow, Protocol, Verdict};
 /// having written nothing, once a timer or a wake writes to it or a callback
 /// [resumes](Io::resume) it; input received meanwhile waits, as it would in the
 /// socket. After a close ([`Then::Close`](super::Then::Close), [`Flow::Close`])
-/// nothing more is read. The loop's limit on held input (`max_pending_input`) is
+/// nothing more is read, and neither its timer nor a wake calls the connection. The loop's limit on held input (`max_pending_input`) is
 /// not modelled.
 ///
 /// [`data`](Harness::data) is one `on_data` call with exactly the input given, for a
@@ -206,6 +206,9 @@ impl<P: Protocol> Harness<P> {
         while let Some(at) = self.io.timers.next().filter(|&at| at <= until) {
             self.now = self.now.max(at);
             let Some(token) = self.io.timers.pop_due(at) else { break };
+            if self.entry(ConnId::of(token)).is_some_and(|entry| entry.closing) {
+                continue; // as in the loop, a connection that said close hears from no timer
+            }
             flow = Some(self.call_flow(token, |protocol, conn, io| protocol.on_timer(conn, io)));
         }
         self.now = until;
@@ -424,7 +427,7 @@ impl<P: Protocol> Harness<P> {
                     entry.collected.extend_from_slice(&bytes[range.clone()]);
                 }
             }
-            Request::Wake(token) if self.entry(ConnId::of(token)).is_some_and(|entry| open(entry)) => {
+            Request::Wake(token) if self.entry(ConnId::of(token)).is_some_and(|e| open(e) && !e.closing) => {
                 self.call_flow(token, |protocol, conn, io| protocol.on_wake(conn, io));
             }
             Request::Resume(token) => {
