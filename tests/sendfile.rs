@@ -15,10 +15,9 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use socket2::{Domain, Socket, Type};
 use util::{
-    children_of, connect, request, signal, tcp_queues, tcp_queues_of, vm_kib, wait_until, worker_lines,
-    Client, Method, Response, Server, TempFile, IO_TIMEOUT, OK, WAIT,
+    assert_same, children_of, connect, connect_with, difference, pattern, request, signal, tcp_queues,
+    tcp_queues_of, vm_kib, wait_until, worker_lines, Client, Method, Response, Server, TempFile, OK, WAIT,
 };
 
 const MIB: usize = 1024 * 1024;
@@ -33,48 +32,6 @@ fn one_worker(extra: &[&str]) -> (Server, u32) {
     (server, worker)
 }
 
-/// `len` bytes of a xorshift64 stream from `seed`: its 8-byte words never repeat,
-/// so no stretch of the body looks like another.
-fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut bytes = Vec::with_capacity(len + 8);
-    while bytes.len() < len {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        bytes.extend_from_slice(&state.to_le_bytes());
-    }
-    bytes.truncate(len);
-    bytes
-}
-
-/// Where `got`, due to be `body` from byte `at` on, first differs from it, said
-/// without printing megabytes (and, when the bytes there are the body's from
-/// elsewhere, from where); None if it is the same.
-fn difference(got: &[u8], body: &[u8], at: usize) -> Option<String> {
-    let due = &body[at.min(body.len())..body.len().min(at + got.len())];
-    // memcmp first: the byte-wise search below is slow in a debug build.
-    if got == due {
-        return None;
-    }
-    let Some(i) = got.iter().zip(due).position(|(a, b)| a != b) else {
-        return Some(format!("{} bytes from body byte {at} on, where {} were due", got.len(), due.len()));
-    };
-    let window = &got[i..got.len().min(i + 16)];
-    let found = body.windows(window.len()).position(|w| w == window);
-    let from = found.map_or(String::new(), |offset| format!(" (the body's bytes at {offset})"));
-    let due = &due[i..due.len().min(i + 16)];
-    Some(format!("body byte {} differs: got {window:02x?}{from}, due {due:02x?}", at + i))
-}
-
-/// Asserts `got` is `body`, byte for byte.
-fn assert_same(got: &[u8], body: &[u8], what: &str) {
-    assert_eq!(got.len(), body.len(), "{what}: its length");
-    if let Some(difference) = difference(got, body, 0) {
-        panic!("{what}: {difference}");
-    }
-}
-
 /// A body size the sockets cannot take whole, so that the worker's sends stop
 /// part-way and resume: at least `min`, and more than twice the largest send buffer
 /// the kernel gives a TCP socket (the maximum of net.ipv4.tcp_wmem, 4 MiB by default).
@@ -82,26 +39,6 @@ fn beyond_socket_buffers(min: usize) -> usize {
     let wmem = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_wmem").expect("reading tcp_wmem");
     let max: usize = wmem.split_whitespace().nth(2).and_then(|max| max.parse().ok()).expect("tcp_wmem's max");
     min.max(2 * max + MIB)
-}
-
-/// A connection with a receive buffer of about `receive_buffer` bytes, set before
-/// connecting so that the window is small from the first byte, and fixed so that the
-/// kernel does not grow it: what the client leaves unread soon fills the server's
-/// socket. With `segment`, its segments are at most that size (TCP_MAXSEG, which the
-/// server learns from it, and from which its socket sizes its send buffer: on
-/// loopback, with 64 KiB segments, that starts at several MiB), so that a client that
-/// reads nothing costs the kernel little.
-fn connect_with(addr: SocketAddr, receive_buffer: usize, segment: Option<u32>) -> TcpStream {
-    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None).expect("a socket");
-    socket.set_recv_buffer_size(receive_buffer).expect("setting SO_RCVBUF");
-    if let Some(segment) = segment {
-        socket.set_mss(segment).expect("setting TCP_MAXSEG");
-    }
-    socket.connect_timeout(&addr.into(), IO_TIMEOUT).unwrap_or_else(|e| panic!("connecting to {addr}: {e}"));
-    let stream = TcpStream::from(socket);
-    stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
-    stream.set_write_timeout(Some(IO_TIMEOUT)).unwrap();
-    stream
 }
 
 /// Sends a GET and reads the head of its answer, a byte at a time so that no byte of

@@ -4,12 +4,34 @@
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 
+use socket2::{Domain, Socket, Type};
+
 use super::IO_TIMEOUT;
 
 /// A TCP connection with read/write timeouts set.
 pub fn connect(addr: SocketAddr) -> TcpStream {
     let stream =
         TcpStream::connect_timeout(&addr, IO_TIMEOUT).unwrap_or_else(|e| panic!("connecting to {addr}: {e}"));
+    stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    stream.set_write_timeout(Some(IO_TIMEOUT)).unwrap();
+    stream
+}
+
+/// A connection with a receive buffer of about `receive_buffer` bytes, set before
+/// connecting so that the window is small from the first byte, and fixed so that the
+/// kernel does not grow it: what the client leaves unread soon fills the server's
+/// socket. With `segment`, its segments are at most that size (TCP_MAXSEG, which the
+/// server learns from it, and from which its socket sizes its send buffer: on
+/// loopback, with 64 KiB segments, that starts at several MiB), so that a client that
+/// reads nothing costs the kernel little.
+pub fn connect_with(addr: SocketAddr, receive_buffer: usize, segment: Option<u32>) -> TcpStream {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None).expect("a socket");
+    socket.set_recv_buffer_size(receive_buffer).expect("setting SO_RCVBUF");
+    if let Some(segment) = segment {
+        socket.set_mss(segment).expect("setting TCP_MAXSEG");
+    }
+    socket.connect_timeout(&addr.into(), IO_TIMEOUT).unwrap_or_else(|e| panic!("connecting to {addr}: {e}"));
+    let stream = TcpStream::from(socket);
     stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
     stream.set_write_timeout(Some(IO_TIMEOUT)).unwrap();
     stream

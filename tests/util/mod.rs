@@ -6,6 +6,7 @@
 //!   watched while they run), bounded waits, signals, a temporary file, strace
 //!   attached to a process, and the worker lines of `percore serve`;
 //! - `procfs`: what /proc says about a process and its sockets;
+//! - `pattern`: bodies whose bytes never repeat, and where one read differs;
 //! - `scripted`: a server written in the test, for a client under test.
 //!
 //! Test files use the re-exports below, so they need not know which module
@@ -18,6 +19,7 @@
 use std::time::Duration;
 
 mod client;
+mod pattern;
 mod process;
 mod procfs;
 mod scripted;
@@ -28,7 +30,11 @@ mod server;
 // import inside a helper module still warns.
 #[allow(unused_imports)]
 pub use self::{
-    client::{connect, date_of, read_status, read_text, read_to_eof, request, Client, Method, Response},
+    client::{
+        connect, connect_with, date_of, read_status, read_text, read_to_eof, request, Client, Method,
+        Response,
+    },
+    pattern::{assert_same, difference, pattern},
     process::{
         run_capturing, run_capturing_within, run_expecting_exit, run_expecting_exit_with_env,
         run_with_stdout_within, run_wrk, signal, stopped_lines, tool_available, try_signal, wait_until,
