@@ -1,19 +1,20 @@
 //! What the loop sends and what it holds while sending: every pipelined answer
 //! arrives, whatever the output budget cut; a connection's send queue never keeps
-//! bytes already sent; a shared body is referenced by each connection, not copied.
+//! bytes already sent; a shared body is referenced by each connection, not copied, and
+//! arrives byte for byte, to many readers at once and past one sendmsg's 64 pieces.
 
 mod util;
 
 use std::io::{BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-
-use socket2::{Domain, Socket, Type};
+use std::net::TcpStream;
+use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::Duration;
 
 use util::{
-    connect, read_status, tool_available, vm_kib, wait_until, worker_lines, Server, Strace, TempFile, OK,
-    WAIT,
+    assert_same, connect, connect_with, date_of, difference, pattern, read_status, read_to_eof, request,
+    tcp_queues, tool_available, vm_kib, wait_until, worker_lines, Client, Method, Server, Strace, TempFile,
+    OK, WAIT,
 };
 
 const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
@@ -62,17 +63,6 @@ fn two_thousand_pipelined_answers_all_arrive() {
     pipeline_and_read_all(&mut reader, 2000);
 }
 
-/// A connection whose receive buffer (and so its window) is 4 KiB, so that the
-/// server's answers wait in the server, not in the kernel's buffers.
-fn connect_with_small_receive_buffer(addr: SocketAddr) -> TcpStream {
-    let socket = Socket::new(Domain::IPV4, Type::STREAM, None).expect("a socket");
-    socket.set_recv_buffer_size(4096).expect("a small receive buffer");
-    socket.connect_timeout(&addr.into(), WAIT).expect("connecting");
-    let stream = TcpStream::from(socket);
-    stream.set_read_timeout(Some(WAIT)).expect("a read timeout");
-    stream
-}
-
 #[test]
 fn a_steady_reader_that_never_catches_up_does_not_grow_the_connection() {
     // 1000-byte bodies, copied into each answer (a larger body would be referenced,
@@ -83,7 +73,9 @@ fn a_steady_reader_that_never_catches_up_does_not_grow_the_connection() {
     const GROWTH_BOUND_KIB: u64 = 8 * 1024;
     let body = "s".repeat(1000);
     let (server, worker) = one_worker(&["--body", &body]);
-    let stream = connect_with_small_receive_buffer(server.addr());
+    // A 4 KiB receive buffer (and so window): the answers wait in the server, not in
+    // the kernel's buffers.
+    let stream = connect_with(server.addr(), 4096, None);
     let baseline = vm_kib(worker, "VmRSS");
     let writer = {
         let stream = stream.try_clone().expect("a second handle");
@@ -222,4 +214,111 @@ fn a_request_in_one_segment_is_one_receive_and_its_answer_one_send() {
     );
     assert_eq!(receives.len(), CONNECTIONS * ROUNDS, "one receive per request: {receives:#?}");
     assert_eq!(sends, CONNECTIONS * ROUNDS, "one send per answer: {calls:#?}");
+}
+
+/// Reads one `Connection: close` answer of `body` from `stream` in reads of at most
+/// `piece` bytes, checking the body's bytes as they come, then the close.
+fn read_whole_answer_in_pieces(mut stream: TcpStream, body: &[u8], piece: usize, what: &str) {
+    let mut buf = vec![0u8; piece];
+    let mut head = Vec::new();
+    // Bytes of the body read so far.
+    let mut at = 0;
+    while at < body.len() {
+        let n = stream.read(&mut buf).unwrap_or_else(|e| panic!("{what}: reading at body byte {at}: {e}"));
+        assert!(n > 0, "{what}: closed at body byte {at}; head {:?}", String::from_utf8_lossy(&head));
+        let mut got = &buf[..n];
+        if !head.ends_with(b"\r\n\r\n") {
+            head.extend_from_slice(got);
+            let Some(end) = head.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4) else { continue };
+            got = &got[got.len() - (head.len() - end)..];
+            head.truncate(end);
+            let text = String::from_utf8_lossy(&head);
+            assert!(text.starts_with(&format!("{OK}\r\n")), "{what}: not a 200: {text:?}");
+            let length = format!("\r\nContent-Length: {}\r\n", body.len());
+            assert!(text.contains(&length) && text.contains("\r\nConnection: close\r\n"), "{what}: {text:?}");
+        }
+        if let Some(difference) = difference(got, body, at) {
+            panic!("{what}: {difference}");
+        }
+        at += got.len();
+    }
+    read_to_eof(&mut stream);
+}
+
+#[test]
+fn fifty_readers_of_one_shared_body_each_get_it_byte_for_byte() {
+    const CONNECTIONS: usize = 50;
+    // Over COPY_MAX and sent from memory: every answer references the one body.
+    let body = Arc::new(pattern(11, 1024 * 1024));
+    let file = TempFile::with_contents(&body);
+    let (server, _) = one_worker(&["--body-file", file.path(), "--sendfile-min", "off"]);
+    // 1 KiB segments and a 16 KiB window keep each server socket's send buffer to tens
+    // of KiB (with loopback's 64 KiB segments one sendmsg takes the whole answer): each
+    // answer goes out in several sends, each resuming inside the body where the last
+    // one stopped.
+    let request = request(Method::Get, "/", "HTTP/1.1", &["Connection: close"]);
+    let streams: Vec<TcpStream> = (0..CONNECTIONS)
+        .map(|_| {
+            let stream = connect_with(server.addr(), 16 * 1024, Some(1024));
+            (&stream).write_all(request.as_bytes()).expect("a request");
+            stream
+        })
+        .collect();
+    // Every request is in before any answer is read; then all read at once.
+    let start = Arc::new(Barrier::new(CONNECTIONS));
+    let readers: Vec<_> = streams
+        .into_iter()
+        .enumerate()
+        .map(|(i, stream)| {
+            let (body, start) = (Arc::clone(&body), Arc::clone(&start));
+            thread::spawn(move || {
+                start.wait();
+                // Odd sizes, a different one each: the reads end at different offsets.
+                read_whole_answer_in_pieces(stream, &body, 4093 + 2 * i, &format!("connection {i}"));
+            })
+        })
+        .collect();
+    let failed: Vec<usize> =
+        readers.into_iter().enumerate().filter_map(|(i, reader)| reader.join().err().map(|_| i)).collect();
+    assert!(failed.is_empty(), "connections {failed:?} did not get the body (their panics are above)");
+}
+
+#[test]
+fn a_hundred_pipelined_answers_one_byte_over_the_copy_limit_arrive_whole_and_in_order() {
+    const ANSWERS: usize = 100;
+    // One byte over COPY_MAX: each answer is its head, copied, and a reference to the
+    // body; 100 answers are 200 pieces, more than one sendmsg's 64.
+    let body = pattern(12, percore::reactor::COPY_MAX + 1);
+    let file = TempFile::with_contents(&body);
+    let (server, _) = one_worker(&["--body-file", file.path(), "--sendfile-min", "off"]);
+    // A small window and small segments (a small send buffer on the server's side):
+    // the 115 KB of answers fill the socket, and the sends stop part-way, mostly
+    // inside a body (1,025 of each answer's 1,146 bytes).
+    let stream = connect_with(server.addr(), 4096, Some(1024));
+    // The last asks to close: its answer, the only one that says so, must come last.
+    let get = request(Method::Get, "/", "HTTP/1.1", &[]);
+    let last = request(Method::Get, "/", "HTTP/1.1", &["Connection: close"]);
+    let requests = get.repeat(ANSWERS - 1) + &last;
+    (&stream).write_all(requests.as_bytes()).expect("the pipelined requests");
+    // Slow at first: nothing is read until the server's side holds bytes the client
+    // has not taken and the client's buffer is full.
+    let (ours, theirs) = (stream.local_addr().unwrap(), stream.peer_addr().unwrap());
+    let full = wait_until(WAIT, || {
+        let server_side = tcp_queues(theirs, ours).is_some_and(|(unsent, _)| unsent > 0);
+        server_side && tcp_queues(ours, theirs).is_some_and(|(_, unread)| unread > 0)
+    });
+    assert!(full, "the answers did not fill the socket within {WAIT:?}");
+    let mut client = Client::new(stream);
+    for i in 0..ANSWERS {
+        let answer = client.read_response(Method::Get);
+        let date = date_of(&answer);
+        let close = if i == ANSWERS - 1 { "Connection: close\r\n" } else { "" };
+        let head = format!(
+            "{OK}\r\nServer: percore\r\nDate: {date}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n{close}\r\n",
+            body.len()
+        );
+        assert_eq!(String::from_utf8_lossy(&answer.head), head, "answer {i}'s head");
+        assert_same(&answer.body, &body, &format!("answer {i}'s body"));
+    }
+    client.expect_eof();
 }
