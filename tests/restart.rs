@@ -1,21 +1,25 @@
 //! Restarting a running server without losing a request: a reload (SIGHUP) and a
-//! binary upgrade (SIGUSR2) under a running `percore bench`, a graceful stop with
+//! binary upgrade (SIGUSR2) under a running `percore bench`, a reload while one client
+//! pipelines without a pause, a graceful stop with
 //! connections queued, systemd's socket activation, the live figures, and steering
 //! connections to the CPU that received them.
 
 mod util;
 
-use std::io::{BufReader, Read, Write};
+use std::io::{BufReader, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::panic::{self, AssertUnwindSafe};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
 use serde_json::Value;
 use util::{
     connect, is_running, percore_bin, proc_state, read_status, run_capturing_within, signal, signal_pending,
-    stat_fields, stopped_lines, try_signal, wait_until, worker_lines, Finished, Server, TempFile, OK,
-    SIGTERM, WAIT,
+    stat_fields, stopped_lines, try_signal, wait_until, worker_lines, Client, Finished, Method, Server,
+    TempFile, HELLO, OK, SIGTERM, WAIT,
 };
 
 /// `percore bench` for `seconds` against `addr`, keep-alive, 20 connections, JSON.
@@ -310,4 +314,128 @@ fn steering_by_cpu_hands_every_connection_to_the_receiving_cpus_worker() {
     let on = |cpu: usize| stopped.iter().find(|s| s.worker.cpu == cpu).map_or(0, |s| s.connections);
     assert!(on(cpus[1]) >= 200, "connections on the client's CPU's worker: {stopped:?}");
     assert_eq!(on(cpus[0]), 0, "connections on the other worker: {stopped:?}");
+}
+
+/// The requests a pipelining client sends, in turn, and what answers each: a GET gets
+/// the body, a HEAD the same head without it, a DELETE a 405 with a body of its own.
+/// An answer out of order shows as the wrong status or the wrong framing.
+const TURNS: [(&str, Method, &str, &[u8]); 3] = [
+    ("GET / HTTP/1.1\r\nHost: a\r\n\r\n", Method::Get, OK, HELLO),
+    ("HEAD / HTTP/1.1\r\nHost: a\r\n\r\n", Method::Head, OK, HELLO),
+    (
+        "DELETE / HTTP/1.1\r\nHost: a\r\n\r\n",
+        Method::Get,
+        "HTTP/1.1 405 Method Not Allowed",
+        b"method not allowed\n",
+    ),
+];
+
+/// Requests pipelined per write.
+const PER_WRITE: usize = 16;
+
+/// Writes requests `TURNS` in turn, `PER_WRITE` a write, until `stop` is set or a
+/// write fails; returns how many requests were written whole, and the error.
+fn pipeline_until(stream: TcpStream, stop: Arc<AtomicBool>) -> (usize, Option<ErrorKind>) {
+    let mut whole = 0;
+    while !stop.load(Ordering::SeqCst) {
+        let requests: Vec<&str> = (whole..whole + PER_WRITE).map(|n| TURNS[n % TURNS.len()].0).collect();
+        let batch = requests.concat();
+        let mut written = 0;
+        while written < batch.len() {
+            match (&stream).write(&batch.as_bytes()[written..]) {
+                Ok(n) => written += n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => {
+                    // The requests of this batch that went out before the error.
+                    let mut end = 0;
+                    let sent = requests.iter().take_while(|r| {
+                        end += r.len();
+                        end <= written
+                    });
+                    return (whole + sent.count(), Some(e.kind()));
+                }
+            }
+        }
+        whole += PER_WRITE;
+    }
+    (whole, None)
+}
+
+/// Reads answers to the `TURNS` stream, each whole and the one due, until one says
+/// `Connection: close`; sends the master a HUP once `before_reload` are read. Returns
+/// the answers read.
+fn read_answers_reloading_midway(client: &mut Client, master: u32, before_reload: usize) -> usize {
+    let mut read = 0;
+    loop {
+        if read == before_reload {
+            signal(master, "HUP");
+        }
+        let (_, method, status, body) = TURNS[read % TURNS.len()];
+        // The client's own panic says what was cut short; this one, where.
+        let answer =
+            panic::catch_unwind(AssertUnwindSafe(|| client.read_response(method))).unwrap_or_else(|_| {
+                panic!("answer {read} is not whole; the HUP went after answer {before_reload}")
+            });
+        assert_eq!(answer.status_line, status, "answer {read}");
+        assert_eq!(answer.content_length(), body.len(), "answer {read}'s Content-Length");
+        let body_read: &[u8] = if method == Method::Head { b"" } else { body };
+        assert_eq!(answer.body, body_read, "answer {read}'s body");
+        read += 1;
+        match answer.header("Connection") {
+            None => {}
+            Some("close") => return read,
+            Some(other) => panic!("answer {}: Connection: {other}", read - 1),
+        }
+    }
+}
+
+#[test]
+fn a_reload_while_a_client_pipelines_answers_every_request_read_then_closes_cleanly() {
+    const BEFORE_RELOAD: usize = 1000;
+    let mut server = Server::percore(&["--workers", "1"]);
+    let old = worker_of(&server);
+    let stream = connect(server.addr());
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (stream, stop) = (stream.try_clone().expect("a second handle"), Arc::clone(&stop));
+        thread::spawn(move || pipeline_until(stream, stop))
+    };
+    // The HUP comes mid-stream: after the first answers, with more requests on the way.
+    let mut client = Client::new(stream);
+    let answers = read_answers_reloading_midway(&mut client, server.pid(), BEFORE_RELOAD);
+    assert!(answers > BEFORE_RELOAD, "the close came with answer {answers}, before the HUP");
+    // Only the last answer said close: whatever came after it would be read here. The
+    // close is an end of stream, not a reset, although requests are still arriving.
+    client.expect_eof();
+    // A new generation serves a new connection while the old worker lingers on ours.
+    let stderr = server.wait_for_stderr(WAIT, "a new generation's worker", |s| {
+        s.contains("percore: reloading: generation 2") && worker_lines(s).len() == 2
+    });
+    let new = worker_lines(&stderr)[1].pid;
+    assert_ne!(new, old, "the new generation's worker");
+    let mut fresh = server.client();
+    let answer = fresh.get("/");
+    assert_eq!((answer.status_line.as_str(), answer.body.as_slice()), (OK, HELLO));
+    drop(fresh);
+    stop.store(true, Ordering::SeqCst);
+    let (written, error) = writer.join().expect("the writer thread");
+    assert!(answers <= written, "{answers} answers to {written} requests");
+    // A write fails only once the server is done with the connection.
+    let expected = [ErrorKind::BrokenPipe, ErrorKind::ConnectionReset];
+    assert!(error.is_none_or(|kind| expected.contains(&kind)), "the writer's error: {error:?}");
+    client.shutdown_write();
+    let exited = wait_until(WAIT, || !is_running(old));
+    assert!(exited, "the old worker {old} did not exit once its connection closed");
+    signal(server.pid(), "TERM");
+    server.wait_exit(WAIT);
+    // The old worker answered as many requests as the client read: none was answered
+    // and lost. A retired worker's line is a stopped line with another word.
+    let stderr = server.wait_stderr_closed(WAIT).replace(" retired: ", " stopped: ");
+    let counts = |pid: u32| {
+        let line = stopped_lines(&stderr).into_iter().find(|line| line.worker.pid == pid);
+        line.map(|line| (line.connections, line.requests, line.errors))
+    };
+    let answers = answers as u64;
+    assert_eq!(counts(old), Some((1, answers, 0)), "the old worker's totals:\n{stderr}");
+    assert_eq!(counts(new), Some((1, 1, 0)), "the new worker's totals:\n{stderr}");
 }
