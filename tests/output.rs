@@ -5,7 +5,7 @@
 
 mod util;
 
-use std::io::{BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::sync::{Arc, Barrier};
 use std::thread;
@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use util::{
     assert_same, connect, connect_with, date_of, difference, pattern, read_status, read_to_eof, request,
-    tcp_queues, tool_available, vm_kib, wait_until, worker_lines, Client, Method, Server, Strace, TempFile,
-    OK, WAIT,
+    signal, tcp_queues, tool_available, vm_kib, wait_until, worker_lines, Client, Method, Server, Strace,
+    TempFile, OK, WAIT,
 };
 
 const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
@@ -321,4 +321,49 @@ fn a_hundred_pipelined_answers_one_byte_over_the_copy_limit_arrive_whole_and_in_
         assert_same(&answer.body, &body, &format!("answer {i}'s body"));
     }
     client.expect_eof();
+}
+
+/// Reads the rest of an answer whose first `head` bytes were read: the rest of its
+/// head (returned whole), then `body`, byte for byte.
+fn read_answer_of(reader: &mut BufReader<TcpStream>, mut head: Vec<u8>, body: &[u8], what: &str) -> String {
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut byte = [0u8];
+        reader.read_exact(&mut byte).unwrap_or_else(|e| panic!("{what}: its head: {e}"));
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).into_owned();
+    assert!(head.starts_with(&format!("{OK}\r\n")), "{what}: {head:?}");
+    let mut got = vec![0u8; body.len()];
+    reader.read_exact(&mut got).unwrap_or_else(|e| panic!("{what}: its body: {e}"));
+    assert_same(&got, body, what);
+    head
+}
+
+#[test]
+fn a_graceful_stop_lets_a_client_that_goes_on_pipelining_read_its_last_answer_whole() {
+    // 1 MiB from memory: an answer the socket takes only as the client reads it.
+    let body = pattern(27, 1024 * 1024);
+    let file = TempFile::with_contents(&body);
+    let (server, _) =
+        one_worker(&["--body-file", file.path(), "--sendfile-min", "off", "--shutdown-timeout", "30"]);
+    let stream = connect_with(server.addr(), 16 * 1024, None);
+    let mut reader = BufReader::with_capacity(4096, stream.try_clone().expect("a handle"));
+    // A, answered before the stop: the client reads its first bytes and no more, so
+    // the loop holds its output and stops reading the connection.
+    (&stream).write_all(GET).expect("request A");
+    assert!(reader.fill_buf().is_ok_and(|bytes| !bytes.is_empty()), "A's first bytes");
+    signal(server.pid(), "TERM");
+    // B, sent during the stop: read once A's output drains, and answered with
+    // `Connection: close`, a close the client did not ask for.
+    (&stream).write_all(GET).expect("request B");
+    let a = read_answer_of(&mut reader, Vec::new(), &body, "answer A");
+    assert!(!a.contains("Connection: close"), "{a:?}");
+    let mut b_status = Vec::new();
+    reader.read_until(b'\n', &mut b_status).expect("B's status line");
+    // C: the client pipelines on, as it may until it reads B's head. Unread when
+    // the worker closes, it must not reset the connection under B's body.
+    (&stream).write_all(GET).expect("request C");
+    let b = read_answer_of(&mut reader, b_status, &body, "answer B");
+    assert!(b.contains("\r\nConnection: close\r\n"), "{b:?}");
+    read_to_eof(&mut reader);
 }

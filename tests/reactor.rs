@@ -716,3 +716,55 @@ fn a_connection_queued_at_the_limit_is_accepted_once_one_closes() {
     turn_until(&mut reactor, "the queued connection accepted", |r| r.stats().accepted == 2);
     assert_eq!(reactor.stats().open, 1);
 }
+
+/// Holds a connection's input on `hold` until the watching connection says `go`,
+/// telling the watcher when it holds; answers `quit` with a goodbye and a close.
+#[derive(Default)]
+struct HoldsUntilGo {
+    watcher: Option<ConnId>,
+    held: Option<ConnId>,
+}
+
+impl Protocol for HoldsUntilGo {
+    type Conn = ();
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+        let line = input.iter().position(|&b| b == b'\n').map_or(input, |end| &input[..=end]);
+        match line {
+            b"watch\n" => self.watcher = Some(io.id()),
+            b"hold\n" => {
+                self.held = Some(io.id());
+                let watcher = self.watcher.expect("a watcher first");
+                io.write_to(watcher, b"held\n");
+                // Nothing written to this one: it waits for a resume.
+                return Verdict::pause(line.len());
+            }
+            b"go\n" => io.resume(self.held.take().expect("a held connection")),
+            b"quit\n" => {
+                io.write(b"bye\n");
+                return Verdict::close(line.len());
+            }
+            _ => return Verdict::keep(0),
+        }
+        Verdict::keep(line.len())
+    }
+}
+
+#[test]
+fn a_close_in_input_held_over_a_pause_lingers_for_what_the_peer_sent_meanwhile() {
+    let (mut reactor, addr) = reactor(HoldsUntilGo::default(), Opening::ClientSpeaksFirst, Config::default());
+    std::thread::spawn(move || reactor.run());
+    let mut watcher = connect(addr);
+    watcher.write_all(b"watch\n").expect("watch");
+    let mut held = connect(addr);
+    held.write_all(b"hold\nquit\n").expect("hold, then quit");
+    // Both lines were read: `quit` waits in the loop, held over the pause.
+    assert_eq!(read_text(&mut watcher, 5), "held\n");
+    // Sent during the pause, so in the socket, unread, when `quit` closes it: a close
+    // on it without a linger would reset the connection under the goodbye.
+    held.write_all(b"more\n").expect("more");
+    watcher.write_all(b"go\n").expect("go");
+    let mut rest = Vec::new();
+    held.read_to_end(&mut rest).expect("the goodbye, then the end of stream, not a reset");
+    assert_eq!(rest, b"bye\n");
+}

@@ -336,6 +336,8 @@ fn sigterm_answers_pipelined_requests_already_sent() {
     assert_eq!((last.status_line.as_str(), &last.body[..]), (OK, HELLO), "{last:?}");
     assert_eq!(last.header("Connection"), Some("close"), "the last answer: {last:?}");
     client.expect_eof();
+    // As a client does on the end of stream: the worker lingers until then.
+    drop(client);
     assert_eq!(server.exit_code(), 0);
     let stopped = server.stopped(1);
     assert_eq!(stopped[0].requests, PIPELINED as u64 + 2, "{stopped:?}");

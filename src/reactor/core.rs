@@ -33,6 +33,8 @@ pub(crate) struct Core<P> {
     pub(crate) io: IoState,
     pub(crate) clock: Clock,
     pub(crate) config: Config,
+    /// A graceful stop is under way ([`Reactor::drain`](super::Reactor::drain)).
+    pub(crate) draining: bool,
 }
 
 /// What to do with a connection after some work on it.
@@ -65,6 +67,7 @@ impl<P: Protocol> Core<P> {
             io: IoState::new(clock.start()),
             clock,
             config,
+            draining: false,
         }
     }
 
@@ -169,10 +172,7 @@ impl<P: Protocol> Core<P> {
                 conn.awaiting_output = self.io.output.is_empty();
             }
             Then::Close => {
-                // Bytes beyond the last answer, or a message still arriving: the peer
-                // may go on sending, and closing on unread input would reset the
-                // connection and could destroy our answer before the peer reads it.
-                let linger = unconsumed || maybe_more || P::is_busy(&conn.state);
+                let linger = self.lingers(conn, unconsumed || maybe_more);
                 conn.pending_input = Vec::new();
                 conn.phase = Phase::Closing { linger };
             }
@@ -201,11 +201,21 @@ impl<P: Protocol> Core<P> {
             conn.awaiting_output = false;
         }
         if flow == Flow::Close {
-            let linger = !conn.pending_input.is_empty() || P::is_busy(&conn.state);
+            let linger = self.lingers(conn, false);
             conn.pending_input = Vec::new();
             conn.phase = Phase::Closing { linger };
         }
         self.send(conn)
+    }
+
+    /// Whether a close the protocol asks for lingers (reads what the peer still
+    /// sends until it closes): closing on unread input resets the connection, and
+    /// the reset can destroy our last answers before the peer reads them. So it
+    /// lingers when the peer may go on sending: bytes beyond the last answer or in
+    /// the socket (`maybe_more`), a message still arriving, or a graceful stop, a
+    /// close the peer did not ask for, which one that pipelines sends into.
+    pub(crate) fn lingers(&self, conn: &Connection<P::Conn>, maybe_more: bool) -> bool {
+        maybe_more || !conn.pending_input.is_empty() || self.draining || P::is_busy(&conn.state)
     }
 
     /// The peer finished sending: what it sent last is kept (for `on_close`, a

@@ -55,7 +55,7 @@ impl<P: Protocol> Reactor<P> {
                 let Some(conn) = self.connections.get_mut(token).filter(|conn| conn.is_open()) else {
                     return;
                 };
-                let linger = !conn.pending_input.is_empty() || P::is_busy(&conn.state);
+                let linger = self.core.lingers(conn, false);
                 conn.pending_input = Vec::new();
                 conn.phase = Phase::Closing { linger };
                 self.finish(token, Next::Settle);

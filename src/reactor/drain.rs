@@ -51,7 +51,9 @@ impl<P: Protocol> Reactor<P> {
     /// Starts a graceful stop: the listener goes as `options` say, the protocol is
     /// told ([`Protocol::on_drain`]), idle connections are closed after the grace
     /// and the others as soon as they are idle after it; after the timeout,
-    /// whatever is left is closed. [`run`](Reactor::run) returns
+    /// whatever is left is closed. A connection the protocol closes meanwhile
+    /// lingers: it reads and drops what the peer still sends (a client that
+    /// pipelines did not know of the close) until the peer closes, for at most 5 s. [`run`](Reactor::run) returns
     /// [`Wake::Drained`](super::Wake::Drained) when no connection is left.
     pub fn drain(&mut self, options: DrainOptions) {
         if self.drain.is_some() {
@@ -64,6 +66,7 @@ impl<P: Protocol> Reactor<P> {
             grace_until: Some(now.checked_add(options.grace).unwrap_or(now)),
             close_listener: options.listener == ListenerFate::CloseAfterQueue,
         });
+        self.core.draining = true;
         self.core.protocol.on_drain();
         match options.listener {
             ListenerFate::HandOver => self.drop_listener(),
