@@ -9,20 +9,35 @@
 //! report on one line. Those tools skip comments; `percore bench merge` reads both.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Read, Write};
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use base64::Engine as _;
+use flate2::read::ZlibDecoder;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, IntervalLogWriterBuilder, LogEntry};
 use hdrhistogram::serialization::{Deserializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 
 use super::json::{self, Logged};
-use super::Report;
+use super::{add_histogram, new_histogram, Report};
 
 /// What starts the comment that holds the run's JSON report.
 const REPORT_COMMENT: &str = "percore-bench-report ";
+
+/// The first four bytes of a histogram in HdrHistogram's V2 encoding, and of one
+/// deflated: `V2DeflateSerializer` writes the latter, `Deserializer` reads both.
+const V2_COOKIE: u32 = 0x1c84_9313;
+const V2_DEFLATED_COOKIE: u32 = 0x1c84_9314;
+
+/// A V2 histogram's header: cookie, the counts' length in bytes, offset, digits,
+/// lowest, highest and a ratio (4 + 4 + 4 + 4 + 8 + 8 + 8 bytes); its counts follow.
+const V2_HEADER: usize = 40;
+
+/// The most bytes a V2 histogram takes: the widest HdrHistogram makes (1 to
+/// `u64::MAX` at 5 significant digits, its most) has 6,291,456 counts, each encoded
+/// in at most 9 bytes (LEB128-64b9B). Reading that one takes 48 MiB of counts.
+const V2_MAX: usize = V2_HEADER + 9 * 6_291_456;
 
 /// An interval log being written, one interval at a time, as the run goes.
 pub struct LogWriter {
@@ -116,6 +131,16 @@ pub fn read(path: &Path) -> Result<LoggedRun, String> {
             logged.counts.requests
         ));
     }
+    // A run logs one interval a second, the last one partly, so its report's
+    // duration, measured a moment after the one that sized its intervals
+    // (`run.rs`), is less than a second past them.
+    if logged.duration.as_secs() > intervals.len() as u64 {
+        return Err(format!(
+            "{name}: its report says the run took {:.3} s, its intervals cover {} s: the log is damaged",
+            logged.duration.as_secs_f64(),
+            intervals.len()
+        ));
+    }
     Ok(LoggedRun { logged, intervals })
 }
 
@@ -133,15 +158,54 @@ fn read_intervals(log: &[u8]) -> Result<Vec<Interval>, String> {
                 let encoded = base64::engine::general_purpose::STANDARD
                     .decode(interval.encoded_histogram())
                     .map_err(|e| format!("a histogram is not base64: {e}"))?;
-                let latency = deserializer
-                    .deserialize(&mut &encoded[..])
+                let v2 = checked_v2(encoded).map_err(|e| format!("a histogram cannot be read: {e}"))?;
+                let read: Histogram<u64> = deserializer
+                    .deserialize(&mut &v2[..])
                     .map_err(|e| format!("a histogram cannot be read: {e:?}"))?;
+                // Kept in percore's own bounds, whatever the log's (the merge adds
+                // it into those): a second's memory is one of ours.
+                let mut latency = new_histogram();
+                add_histogram(&mut latency, &read);
                 let start = base + interval.start_timestamp();
                 intervals.push(Interval { start, latency });
             }
         }
     }
     Ok(intervals)
+}
+
+/// A logged histogram as V2, inflated if deflated, once its header's length of
+/// counts is known to be there: HdrHistogram's deserializer sizes a buffer to the
+/// length a header claims before it reads a byte of them.
+fn checked_v2(encoded: Vec<u8>) -> Result<Vec<u8>, String> {
+    let be_u32 = |bytes: &[u8], at: usize| Some(u32::from_be_bytes(bytes.get(at..at + 4)?.try_into().ok()?));
+    let v2 = match be_u32(&encoded, 0) {
+        Some(V2_COOKIE) => encoded,
+        Some(V2_DEFLATED_COOKIE) => {
+            let deflated = be_u32(&encoded, 4)
+                .and_then(|length| encoded.get(8..)?.get(..usize::try_from(length).ok()?))
+                .ok_or("its deflated length is past its end")?;
+            let mut inflated = Vec::new();
+            ZlibDecoder::new(deflated)
+                .take(V2_MAX as u64 + 1)
+                .read_to_end(&mut inflated)
+                .map_err(|e| format!("it does not inflate: {e}"))?;
+            if inflated.len() > V2_MAX {
+                return Err(format!("it inflates past {V2_MAX} bytes, more than any histogram takes"));
+            }
+            inflated
+        }
+        _ => return Err("not an HdrHistogram V2 histogram".into()),
+    };
+    let (Some(V2_COOKIE), Some(counts), Some(there)) =
+        (be_u32(&v2, 0), be_u32(&v2, 4), v2.len().checked_sub(V2_HEADER))
+    else {
+        return Err("no V2 histogram header in it".into());
+    };
+    if u64::from(counts) > there as u64 {
+        return Err(format!("its header claims {counts} bytes of counts, {there} follow it"));
+    }
+    Ok(v2)
 }
 
 #[cfg(test)]
@@ -213,29 +277,64 @@ mod tests {
         assert!(read(&path.0).is_err_and(|e| e.contains("damaged")));
     }
 
-    /// Issue 27, shown with the fuzz target `hdrlog` (an input made by hand: 60 s of
-    /// fuzzing did not reach it): a histogram's own header says how long its payload
-    /// is, and HdrHistogram's deserializer sizes a buffer to that before reading it: this 1 kB log (a `--hdr-log` log whose one histogram
-    /// claims a payload of 4 GiB) makes the reader allocate 4 GiB. Ignored while it
-    /// does: under `ulimit -v 2000000`, `cargo test --bin percore -- --ignored
-    /// payload` aborts ("memory allocation of 4294967295 bytes failed").
+    /// Issue 27, found by hand for the fuzz target `hdrlog` (its seed
+    /// `histogram-claiming-4-gib`): a `--hdr-log` log whose one histogram's header
+    /// claims 4 GiB of counts. HdrHistogram's deserializer sizes a buffer to that
+    /// before reading them; the reader refuses it first, as the 47 inflated bytes do
+    /// not hold them.
     #[test]
-    #[ignore = "issue 27: allocates 4 GiB before refusing the log"]
     fn a_histogram_claiming_a_4_gib_payload_is_refused_without_allocating_it() {
         let path = temp_path("payload");
-        let log = concat!(
-            "0.000,0.004,75.000,HISTFAAAACR4nJNpmSz8HwgYIIAZSjOCOZPbGew/QAQ4FRy4mSqZAAfDCIQ=\n",
-            r#"#percore-bench-report {"format":"percore-bench/1","runs":[{"url":"http://127.0.0.1:18427/","#,
-            r#""method":"GET","mode":"keep-alive","pipeline":1,"rate":null,"threads":1,"connections":1,"#,
-            r#""stop":{"requests":50},"timeout_s":10.0}],"started_at":"2026-12-02T10:55:35.372124Z","#,
-            r#""duration_s":0.00406384,"interrupted":false,"requests":50,"requests_per_sec":12303.6,"#,
-            r#""bytes_read":6650,"bytes_per_sec":1636383.3,"status":{"200":50},"non_2xx_3xx":0,"#,
-            r#""errors":{"connect":0,"read":0,"write":0,"timeout":0,"parse":0,"total":0},"#,
-            r#""latency_us":{"min":5,"mean":7.2,"stdev":9.75,"max":75,"percentiles":{"50":6,"66":6,"#,
-            r#""75":6,"80":6,"90":6,"95":6,"98":13,"99":75,"99.9":75,"100":75}}}"#,
-            "\n",
-        );
+        std::fs::write(&path.0, include_str!("../../../fuzz/seeds/hdrlog/histogram-claiming-4-gib"))
+            .expect("written");
+        let error = read(&path.0).expect_err("refused");
+        let refused =
+            ": a histogram cannot be read: its header claims 4294967295 bytes of counts, 7 follow it";
+        assert!(error.ends_with(refused), "{error}");
+    }
+
+    /// Issue 27 (the fuzz target's seed `run-claiming-a-billion-seconds`): a log whose
+    /// report claims a run of a billion seconds, with one interval, is damaged; read
+    /// as it was, the merge sized its plot to a billion seconds.
+    #[test]
+    fn a_report_of_more_seconds_than_its_intervals_cover_is_refused() {
+        let path = temp_path("seconds");
+        let log = include_str!("../../../fuzz/seeds/hdrlog/run-claiming-a-billion-seconds");
         std::fs::write(&path.0, log).expect("written");
-        assert!(read(&path.0).is_err_and(|e| e.contains("a histogram cannot be read")));
+        let error = read(&path.0).expect_err("refused");
+        let damaged =
+            ": its report says the run took 1000000000.000 s, its intervals cover 1 s: the log is damaged";
+        assert!(error.ends_with(damaged), "{error}");
+        // Less than a second past its intervals, the report is of the run that wrote them.
+        std::fs::write(&path.0, log.replace("\"duration_s\":1000000000.0", "\"duration_s\":1.999"))
+            .expect("written");
+        assert_eq!(read(&path.0).expect("read").intervals.len(), 1);
+    }
+
+    /// A histogram of the widest range and precision HdrHistogram makes (48 MiB of
+    /// counts) is read, and kept as one of percore's own, whatever a log holds: the
+    /// memory of a log's seconds is that of as many of ours. The widest's V2 encoding
+    /// takes `V2_MAX` at most.
+    #[test]
+    fn a_histogram_of_any_bounds_is_kept_in_ours() {
+        let mut wide = Histogram::<u64>::new_with_bounds(1, u64::MAX, 5).expect("the widest");
+        assert_eq!(V2_MAX, V2_HEADER + 9 * wide.distinct_values());
+        wide.record_n(150, 2).expect("recorded");
+        wide.record(u64::MAX / 2).expect("recorded");
+        let mut report = Report::new(Vec::new(), SystemTime::UNIX_EPOCH);
+        report.counts.requests = 3;
+        let path = temp_path("wide");
+        let mut log = LogWriter::create(&path.0).expect("created");
+        log.begin(SystemTime::UNIX_EPOCH).expect("header");
+        log.interval(Duration::ZERO, Duration::from_secs(1), &wide).expect("interval");
+        log.finish(&report).expect("finished");
+        let latency = &read(&path.0).expect("read").intervals[0].latency;
+        let ours = new_histogram();
+        assert_eq!((latency.sigfig(), latency.high()), (ours.sigfig(), ours.high()));
+        // What lies past our range is clamped to its top, as the merge adds it.
+        assert_eq!(
+            (latency.len(), latency.count_at(150), latency.max()),
+            (3, 2, ours.highest_equivalent(ours.high()))
+        );
     }
 }
