@@ -151,6 +151,13 @@ const STOPPED: &str = "stopped: 1 accepted, 5 requests, 1 errors";
 
 /// The test: start the server, talk to it, stop it, check it is gone.
 fn check() -> Result<(), String> {
+    // Options without a CPU are refused, before anything is bound or forked.
+    let nowhere =
+        Options { cpus: Vec::new(), ..Options::new(([127, 0, 0, 1], 0).into(), Opening::ClientSpeaksFirst) };
+    match worker::run(&nowhere, Lengths, |event| println!("{event:?}")) {
+        Err(worker::Error::NoWorkers) => {}
+        other => return Err(format!("options with no CPU gave {other:?}, not Error::NoWorkers")),
+    }
     let mut server = Server::start()?;
     let addr: SocketAddr =
         server.line_after("listening ")?.parse().map_err(|e| format!("the address: {e}"))?;

@@ -7,6 +7,8 @@ use std::net::SocketAddr;
 /// Why [`run`](super::run) could not run the workers.
 #[derive(Debug)]
 pub enum Error {
+    /// [`Options::cpus`](super::Options::cpus) is empty: there is no worker to run.
+    NoWorkers,
     /// The calling process runs more than one thread, so it must not fork.
     Threaded {
         /// How many it runs.
@@ -37,6 +39,7 @@ pub enum Error {
 impl std::fmt::Display for Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            Error::NoWorkers => f.write_str("no worker to run: the options give no CPU"),
             Error::Threaded { threads } => {
                 write!(f, "cannot fork workers from a process running {threads} threads (it must run one)")
             }
@@ -59,7 +62,7 @@ impl std::fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Threaded { .. } | Error::AddressInUse(_) => None,
+            Error::NoWorkers | Error::Threaded { .. } | Error::AddressInUse(_) => None,
             Error::Listen { error, .. }
             | Error::Inherited(error)
             | Error::Steering(error)

@@ -335,6 +335,9 @@ pub enum Event<'a> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn run<S: Service>(options: &Options, service: S, report: impl Fn(Event<'_>)) -> Result<Stopped, Error> {
+    if options.cpus.is_empty() {
+        return Err(Error::NoWorkers);
+    }
     let threads = sys::thread_count().map_err(Error::Setup)?;
     if threads > 1 {
         return Err(Error::Threaded { threads });
