@@ -73,3 +73,36 @@ pub fn is_taken(addr: SocketAddr) -> io::Result<bool> {
         Err(e) => Err(e),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsFd;
+
+    fn loopback() -> SocketAddr {
+        ([127, 0, 0, 1], 0).into()
+    }
+
+    #[test]
+    fn a_listener_defers_accept_only_where_the_client_speaks_first() {
+        for (opening, deferred) in [(Opening::ClientSpeaksFirst, true), (Opening::ServerSpeaksFirst, false)] {
+            let listener =
+                bind(loopback(), &ListenOptions { opening, ..ListenOptions::default() }).expect("bound");
+            let seconds = sys::defer_accept(listener.as_fd()).expect("TCP_DEFER_ACCEPT");
+            assert_eq!(seconds > 0, deferred, "{opening:?}: {seconds} s");
+        }
+    }
+
+    #[test]
+    fn an_address_is_taken_while_a_socket_holds_it_and_free_after() {
+        let listener = bind(loopback(), &ListenOptions::default()).expect("bound");
+        let addr = listener.local_addr().expect("its address");
+        assert!(is_taken(addr).expect("probed"), "{addr} is held");
+        drop(listener);
+        assert!(!is_taken(addr).expect("probed"), "{addr} is free");
+        // An address this machine does not have is not "taken": an error, said as such.
+        let elsewhere = SocketAddr::from(([192, 0, 2, 1], addr.port()));
+        let error = is_taken(elsewhere).expect_err("not a local address");
+        assert_eq!(error.kind(), io::ErrorKind::AddrNotAvailable, "{error}");
+    }
+}

@@ -353,6 +353,21 @@ pub fn set_defer_accept(fd: BorrowedFd<'_>, seconds: libc::c_int) -> io::Result<
     Ok(())
 }
 
+/// `TCP_DEFER_ACCEPT` as the kernel keeps it: seconds, rounded up to its SYN-ACK
+/// retransmissions; 0 when off.
+#[cfg(test)]
+pub fn defer_accept(fd: BorrowedFd<'_>) -> io::Result<libc::c_int> {
+    let mut seconds: libc::c_int = 0;
+    let mut size = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    let value = (&mut seconds as *mut libc::c_int).cast();
+    // SAFETY: `fd` is borrowed, so open; the kernel writes at most `size` bytes to
+    // `value`, a c_int that outlives the call, and `size` back.
+    unsafe {
+        syscall!(getsockopt(fd.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_DEFER_ACCEPT, value, &mut size))
+    }?;
+    Ok(seconds)
+}
+
 /// `SO_ATTACH_REUSEPORT_CBPF` (asm-generic/socket.h; the libc crate has it for
 /// Android only).
 const SO_ATTACH_REUSEPORT_CBPF: libc::c_int = 51;
