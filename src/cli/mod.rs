@@ -199,18 +199,11 @@ impl ServerArgs {
 
     /// `--backlog`, or `somaxconn`; a larger one asked for is capped, with a warning.
     fn backlog(&self) -> u32 {
-        let Some(somaxconn) = worker::somaxconn() else { return self.backlog.unwrap_or(4096) };
-        match self.backlog {
-            None => somaxconn,
-            Some(asked) if asked > somaxconn => {
-                say(format_args!(
-                    "percore: warning: --backlog {asked} is above net.core.somaxconn ({somaxconn}), using \
-                     {somaxconn}; see sysctl.conf"
-                ));
-                somaxconn
-            }
-            Some(asked) => asked,
+        let (backlog, warning) = fit_backlog(self.backlog, worker::somaxconn());
+        if let Some(warning) = warning {
+            say(format_args!("percore: warning: {warning}"));
         }
+        backlog
     }
 
     /// `--max-connections`, or 65536 within what the open-file limit allows (raised to its
@@ -220,17 +213,42 @@ impl ServerArgs {
     fn connection_limit(&self) -> u64 {
         // Unknown (getrlimit failed): assume no limit rather than cap connections at 0.
         let limit = worker::raise_open_file_limit().unwrap_or(u64::MAX);
-        let allowed = limit.saturating_sub(worker::OTHER_FDS).max(1);
-        let Some(asked) = self.max_connections else { return DEFAULT_MAX_CONNS.min(allowed) };
-        if asked > allowed {
-            let needed = asked.saturating_add(worker::OTHER_FDS);
-            say(format_args!(
-                "percore: warning: open-file limit {limit} is below the {needed} that --max-connections {asked} needs \
-                 per worker; raise it with ulimit -n (see sysctl.conf)"
-            ));
+        let (connections, warning) = fit_connections(self.max_connections, limit);
+        if let Some(warning) = warning {
+            say(format_args!("percore: warning: {warning}"));
         }
-        asked
+        connections
     }
+}
+
+/// The backlog for `asked` under the kernel's cap `somaxconn` (unknown: `None`), and
+/// the warning to print when what was asked for is capped.
+fn fit_backlog(asked: Option<u32>, somaxconn: Option<u32>) -> (u32, Option<String>) {
+    let Some(somaxconn) = somaxconn else { return (asked.unwrap_or(4096), None) };
+    match asked {
+        None => (somaxconn, None),
+        Some(asked) if asked > somaxconn => {
+            let warning =
+                format!("--backlog {asked} is above net.core.somaxconn ({somaxconn}), using {somaxconn}; see sysctl.conf");
+            (somaxconn, Some(warning))
+        }
+        Some(asked) => (asked, None),
+    }
+}
+
+/// The connections per worker for `asked` under the open-file limit `limit`, and the
+/// warning to print when what was asked for is more than the limit allows.
+fn fit_connections(asked: Option<u64>, limit: u64) -> (u64, Option<String>) {
+    let allowed = limit.saturating_sub(worker::OTHER_FDS).max(1);
+    let Some(asked) = asked else { return (DEFAULT_MAX_CONNS.min(allowed), None) };
+    let warning = (asked > allowed).then(|| {
+        let needed = asked.saturating_add(worker::OTHER_FDS);
+        format!(
+            "open-file limit {limit} is below the {needed} that --max-connections {asked} needs per worker; \
+             raise it with ulimit -n (see sysctl.conf)"
+        )
+    });
+    (asked, warning)
 }
 
 impl Stopped {
@@ -335,4 +353,48 @@ pub fn main<P: Protocol>(opening: Opening, make_protocol: impl Fn() -> std::io::
 fn program_name() -> String {
     let arg0 = std::env::args().next().unwrap_or_default();
     std::path::Path::new(&arg0).file_name().map_or(arg0.clone(), |name| name.to_string_lossy().into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        server: ServerArgs,
+    }
+
+    #[test]
+    fn the_workers_enums_are_the_flags_values() {
+        let parsed =
+            |args: &[&str]| Flags::try_parse_from([&["serve"], args].concat()).map(|flags| flags.server);
+        let server = parsed(&["--steer", "cpu", "--sched", "normal"]).expect("parsed");
+        assert_eq!((server.steer, server.sched), (Steering::Cpu, Scheduling::Normal));
+        let server = parsed(&["--steer", "hash", "--sched", "batch"]).expect("parsed");
+        assert_eq!((server.steer, server.sched), (Steering::Hash, Scheduling::Batch));
+        assert!(parsed(&["--steer", "round-robin"]).is_err());
+    }
+
+    #[test]
+    fn a_backlog_asked_above_the_kernels_cap_is_capped_with_a_warning() {
+        assert_eq!(fit_backlog(None, Some(4096)), (4096, None));
+        assert_eq!(fit_backlog(Some(128), Some(4096)), (128, None));
+        assert_eq!(fit_backlog(Some(4096), Some(4096)), (4096, None));
+        let (backlog, warning) = fit_backlog(Some(4097), Some(4096));
+        assert_eq!(backlog, 4096);
+        assert!(warning.is_some_and(|w| w.contains("--backlog 4097 is above net.core.somaxconn (4096)")));
+        assert_eq!(fit_backlog(Some(100_000), None), (100_000, None), "no cap known");
+    }
+
+    #[test]
+    fn connections_asked_above_the_open_file_limit_are_kept_with_a_warning() {
+        let limit = 1024 + worker::OTHER_FDS;
+        assert_eq!(fit_connections(None, limit), (1024, None), "the default, fitted");
+        assert_eq!(fit_connections(None, u64::MAX), (DEFAULT_MAX_CONNS, None));
+        assert_eq!(fit_connections(Some(1024), limit), (1024, None), "exactly what the limit allows");
+        let (connections, warning) = fit_connections(Some(5000), limit);
+        assert_eq!(connections, 5000);
+        assert!(warning.is_some_and(|w| w.contains("is below the 5016 that --max-connections 5000 needs")));
+    }
 }
