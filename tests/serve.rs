@@ -290,6 +290,9 @@ fn port_in_use_is_a_one_line_error() {
     assert!(!status.success(), "exited successfully; stderr:\n{stderr}");
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(lines.len(), 1, "expected one line on stderr, got {stderr:?}");
-    assert!(!lines[0].trim().is_empty(), "the error line is blank");
+    // Named by the program, with the address and what to do about it.
+    let said = format!("percore: cannot listen on 127.0.0.1:{port}: address in use by another socket");
+    assert!(lines[0].starts_with(&said), "{:?}", lines[0]);
+    assert_eq!(status.code(), Some(1), "{stderr}");
     drop(holder);
 }
