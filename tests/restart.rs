@@ -157,6 +157,46 @@ fn a_new_binary_that_hangs_is_killed_and_a_later_upgrade_succeeds() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[test]
+fn a_new_binary_that_exits_or_cannot_run_is_said_once_and_the_old_master_serves_on() {
+    let dir = std::env::temp_dir().join(format!("percore-upgrade-fails-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a directory for the program");
+    let program = dir.join("percore");
+    replace_program(&percore_bin(), &program);
+    let server = Server::start(&program, &["serve", "--bind", "127.0.0.1", "--port", "0", "--workers", "1"]);
+    let upgrades = |s: &str| s.lines().filter(|line| line.contains("upgrading: new master pid")).count();
+    // A new binary that exits at once with status 1: said with its status.
+    let fails = dir.join("fails.sh");
+    std::fs::write(&fails, "#!/bin/sh\nexit 1\n").expect("writing the failing program");
+    std::fs::set_permissions(&fails, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    replace_program(&fails, &program);
+    signal(server.pid(), "USR2");
+    let said = "upgrade failed, this master goes on: the new master exited with status 1 before it was ready";
+    let stderr = server.wait_for_stderr(WAIT, "the failed upgrade", |s| s.contains(said));
+    assert_eq!(upgrades(&stderr), 1, "{stderr}");
+    assert_eq!(server.client().get("/").status_line, OK);
+    // A file that cannot be executed: said once, naming it, and no new master started.
+    std::fs::write(&fails, "not a program\n").expect("writing a file");
+    std::fs::set_permissions(&fails, std::os::unix::fs::PermissionsExt::from_mode(0o644)).expect("chmod");
+    replace_program(&fails, &program);
+    signal(server.pid(), "USR2");
+    let said = format!(
+        "upgrade failed, this master goes on: cannot execute {}: Permission denied",
+        program.display()
+    );
+    server.wait_for_stderr(WAIT, "the refused upgrade", |s| s.contains(&said));
+    assert_eq!(server.client().get("/").status_line, OK);
+    // The child that could not execute exited before the master said so: its
+    // SIGCHLD is taken before a USR1 sent now, whose live line so comes after
+    // anything said of it.
+    signal(server.pid(), "USR1");
+    let stderr = server.wait_for_stderr(WAIT, "the live figures", |s| s.contains("live:"));
+    assert_eq!(upgrades(&stderr), 1, "{stderr}");
+    assert_eq!(stderr.matches("upgrade failed").count(), 2, "{stderr}");
+    assert!(is_running(server.pid()), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Stops `worker` (SIGSTOP), queues `count` connections with a GET each on its
 /// listener, then stops the server (SIGTERM to the master) and lets the worker go on:
 /// it finds the queue and the stop together.

@@ -322,7 +322,7 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
             return;
         }
         let Some(listeners) = self.listeners.as_ref() else { return };
-        match upgrade::start(listeners, &self.report) {
+        match upgrade::start(listeners) {
             Ok(pending) => {
                 let registered = self.epoll.add(pending.ready.as_fd(), sys::INTEREST_READ, UPGRADE_READY);
                 match registered {
@@ -354,14 +354,16 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
         (self.report)(Event::UpgradeFailed(std::io::Error::other(why)));
     }
 
-    /// The new master said it is ready, or closed its end without a word (it died).
+    /// The new master said it is ready, or closed its end without a word: then it
+    /// exited, and is said to have failed, with its status, when it is reaped (or,
+    /// still running, is given up at its deadline).
     fn on_upgrade_ready(&mut self) {
         let Some(pending) = self.upgrade.take() else { return };
         let ready = matches!((&pending.ready).read(&mut [0u8]), Ok(1));
         let _ = self.epoll.delete(pending.ready.as_fd());
         if !ready {
-            let why = "the new master closed its pipe before it was ready";
-            return (self.report)(Event::UpgradeFailed(std::io::Error::other(why)));
+            self.upgrade = Some(pending);
+            return;
         }
         (self.report)(Event::Upgraded);
         self.phase = Phase::Upgraded;

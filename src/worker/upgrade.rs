@@ -10,7 +10,6 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::listeners::Listeners;
-use super::Event;
 use crate::sys;
 
 /// How long a new master may take to say it is ready: then it is killed, and this
@@ -27,16 +26,16 @@ pub(crate) struct Pending {
 }
 
 /// Starts this program (as it is on disk now) in a new process, with the same
-/// arguments and `listeners`.
-pub(crate) fn start(listeners: &Listeners, report: &impl Fn(Event<'_>)) -> io::Result<Pending> {
+/// arguments and `listeners`. A program that cannot be executed is this call's
+/// error; its process exits at once, reaped as none of the master's.
+pub(crate) fn start(listeners: &Listeners) -> io::Result<Pending> {
     let program = program_on_disk()?;
     let args: Vec<OsString> = std::env::args_os().collect();
     let (read, write) = sys::pipe()?;
     let fds: Vec<BorrowedFd<'_>> = listeners.sockets.iter().map(AsFd::as_fd).collect();
     let spawned = sys::spawn_with_listeners(&program, &args, &fds, write.as_fd())?;
     if let Some(error) = spawned.exec_error {
-        // The new master is reported failed once it is reaped (it exits with 127).
-        report(Event::UpgradeFailed(error));
+        return Err(io::Error::new(error.kind(), format!("cannot execute {}: {error}", program.display())));
     }
     Ok(Pending { pid: spawned.pid, ready: File::from(read), deadline: Instant::now() + READY_TIMEOUT })
 }
