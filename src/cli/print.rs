@@ -72,3 +72,22 @@ fn stats_line(workers: &[WorkerLive]) -> String {
     }
     line
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::worker::Live;
+
+    #[test]
+    fn the_stats_line_gives_each_workers_rate_and_open_connections() {
+        let live = |open| Live { pid: 7, accepted: 9, open, requests: 100, errors: 0 };
+        let workers = [
+            WorkerLive { index: 0, cpu: 2, live: live(100), per_second: Some(71_234.4) },
+            WorkerLive { index: 1, cpu: 3, live: live(0), per_second: None },
+        ];
+        assert_eq!(
+            stats_line(&workers),
+            "worker 0 cpu 2: 71234 req/s, 100 open | worker 1 cpu 3: 0 req/s, 0 open"
+        );
+    }
+}
