@@ -9,7 +9,7 @@ mod util;
 use std::io::{BufReader, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::panic::{self, AssertUnwindSafe};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -105,28 +105,46 @@ fn a_binary_upgrade_under_load_loses_no_request_and_the_old_master_exits() {
     assert_eq!(client.get("/").status_line, OK);
 }
 
-/// Puts `from` at `to` as a rename does (a running program's file cannot be written
-/// over, but it can be replaced), executable.
-fn replace_program(from: &Path, to: &Path) {
-    let staged = to.with_extension("staged");
-    std::fs::copy(from, &staged).expect("staging the program");
-    std::fs::rename(&staged, to).expect("replacing the program");
+/// A copy of percore in a directory of its own, which a test replaces on disk as an
+/// operator installs a new binary (a running program's file cannot be written over,
+/// but it can be replaced by a rename); the directory is removed on drop.
+struct Installed {
+    dir: PathBuf,
+    program: PathBuf,
+}
+
+impl Installed {
+    /// Installs percore, and starts `percore serve` from it with one worker.
+    fn serving(name: &str) -> (Installed, Server) {
+        let dir = std::env::temp_dir().join(format!("percore-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a directory for the program");
+        let installed = Installed { program: dir.join("percore"), dir };
+        installed.install(&std::fs::read(percore_bin()).expect("reading percore"), 0o755);
+        let args = ["serve", "--bind", "127.0.0.1", "--port", "0", "--workers", "1"];
+        let server = Server::start(&installed.program, &args);
+        (installed, server)
+    }
+
+    /// Puts `contents`, with permissions `mode`, in the program's place.
+    fn install(&self, contents: &[u8], mode: u32) {
+        let staged = self.dir.join("staged");
+        std::fs::write(&staged, contents).expect("staging the program");
+        std::fs::set_permissions(&staged, std::os::unix::fs::PermissionsExt::from_mode(mode)).expect("chmod");
+        std::fs::rename(&staged, &self.program).expect("replacing the program");
+    }
+}
+
+impl Drop for Installed {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 #[test]
 fn a_new_binary_that_hangs_is_killed_and_a_later_upgrade_succeeds() {
-    // The server runs from a copy of percore that the test replaces on disk.
-    let dir = std::env::temp_dir().join(format!("percore-upgrade-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a directory for the program");
-    let program = dir.join("percore");
-    replace_program(&percore_bin(), &program);
-    let mut server =
-        Server::start(&program, &["serve", "--bind", "127.0.0.1", "--port", "0", "--workers", "1"]);
+    let (installed, mut server) = Installed::serving("upgrade-hangs");
     // A new binary that never says it is ready.
-    let hang = dir.join("hang.sh");
-    std::fs::write(&hang, "#!/bin/sh\nexec sleep 600\n").expect("writing the hanging program");
-    std::fs::set_permissions(&hang, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
-    replace_program(&hang, &program);
+    installed.install(b"#!/bin/sh\nexec sleep 600\n", 0o755);
     signal(server.pid(), "USR2");
     let stderr = server.wait_for_stderr(WAIT, "the new master", |s| new_master(s).is_some());
     let hung = new_master(&stderr).expect("checked");
@@ -142,7 +160,7 @@ fn a_new_binary_that_hangs_is_killed_and_a_later_upgrade_succeeds() {
     assert!(gone, "the hung new master {hung} still runs");
     assert_eq!(server.client().get("/").status_line, OK);
     // A good binary now upgrades: the old master exits 0, the new one serves.
-    replace_program(&percore_bin(), &program);
+    installed.install(&std::fs::read(percore_bin()).expect("reading percore"), 0o755);
     signal(server.pid(), "USR2");
     let upgraded = |s: &str| s.lines().filter(|line| line.contains("upgrading: new master pid")).count() == 2;
     let stderr = server.wait_for_stderr(WAIT, "the second new master", upgraded);
@@ -154,35 +172,25 @@ fn a_new_binary_that_hangs_is_killed_and_a_later_upgrade_succeeds() {
     let status = server.wait_exit(WAIT);
     assert_eq!(status.code(), Some(0), "the old master after the upgrade:\n{}", server.stderr());
     assert_eq!(util::Client::connect(server.addr()).get("/").status_line, OK);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn a_new_binary_that_exits_or_cannot_run_is_said_once_and_the_old_master_serves_on() {
-    let dir = std::env::temp_dir().join(format!("percore-upgrade-fails-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a directory for the program");
-    let program = dir.join("percore");
-    replace_program(&percore_bin(), &program);
-    let server = Server::start(&program, &["serve", "--bind", "127.0.0.1", "--port", "0", "--workers", "1"]);
+    let (installed, server) = Installed::serving("upgrade-fails");
     let upgrades = |s: &str| s.lines().filter(|line| line.contains("upgrading: new master pid")).count();
     // A new binary that exits at once with status 1: said with its status.
-    let fails = dir.join("fails.sh");
-    std::fs::write(&fails, "#!/bin/sh\nexit 1\n").expect("writing the failing program");
-    std::fs::set_permissions(&fails, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
-    replace_program(&fails, &program);
+    installed.install(b"#!/bin/sh\nexit 1\n", 0o755);
     signal(server.pid(), "USR2");
     let said = "upgrade failed, this master goes on: the new master exited with status 1 before it was ready";
     let stderr = server.wait_for_stderr(WAIT, "the failed upgrade", |s| s.contains(said));
     assert_eq!(upgrades(&stderr), 1, "{stderr}");
     assert_eq!(server.client().get("/").status_line, OK);
     // A file that cannot be executed: said once, naming it, and no new master started.
-    std::fs::write(&fails, "not a program\n").expect("writing a file");
-    std::fs::set_permissions(&fails, std::os::unix::fs::PermissionsExt::from_mode(0o644)).expect("chmod");
-    replace_program(&fails, &program);
+    installed.install(b"not a program\n", 0o644);
     signal(server.pid(), "USR2");
     let said = format!(
         "upgrade failed, this master goes on: cannot execute {}: Permission denied",
-        program.display()
+        installed.program.display()
     );
     server.wait_for_stderr(WAIT, "the refused upgrade", |s| s.contains(&said));
     assert_eq!(server.client().get("/").status_line, OK);
@@ -194,7 +202,6 @@ fn a_new_binary_that_exits_or_cannot_run_is_said_once_and_the_old_master_serves_
     assert_eq!(upgrades(&stderr), 1, "{stderr}");
     assert_eq!(stderr.matches("upgrade failed").count(), 2, "{stderr}");
     assert!(is_running(server.pid()), "{stderr}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Stops `worker` (SIGSTOP), queues `count` connections with a GET each on its
