@@ -400,3 +400,27 @@ pub fn steer_by_cpu(fd: BorrowedFd<'_>, cpus: &[usize]) -> io::Result<()> {
     unsafe { syscall!(setsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, value, size)) }?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(events: libc::c_int) -> EpollEvent {
+        EpollEvent(libc::epoll_event { events: events as u32, u64: 7 })
+    }
+
+    #[test]
+    fn the_peers_end_an_error_or_a_hangup_each_close_the_reading_side() {
+        for closed in [libc::EPOLLRDHUP, libc::EPOLLHUP, libc::EPOLLERR] {
+            assert!(event(closed).is_read_closed(), "{:?}", event(closed));
+            assert!(event(closed | libc::EPOLLIN).is_read_closed());
+        }
+        assert!(!event(libc::EPOLLIN | libc::EPOLLOUT).is_read_closed());
+        assert!(event(libc::EPOLLIN).is_readable() && !event(libc::EPOLLOUT).is_readable());
+    }
+
+    #[test]
+    fn an_event_shows_its_token_and_bits() {
+        assert_eq!(format!("{:?}", event(libc::EPOLLIN)), "EpollEvent { token: 7, events: 0x1 }");
+    }
+}

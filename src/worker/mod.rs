@@ -368,3 +368,53 @@ pub const OTHER_FDS: u64 = 16;
 pub fn raise_open_file_limit() -> Option<u64> {
     sys::raise_nofile_limit().ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::listen::Opening;
+    use crate::reactor::{Io, Protocol, Verdict};
+
+    struct Unused;
+
+    impl Protocol for Unused {
+        type Conn = ();
+
+        fn on_data(&mut self, _conn: &mut (), input: &[u8], _io: &mut Io<'_>) -> Verdict {
+            Verdict::keep(input.len())
+        }
+    }
+
+    #[test]
+    fn run_refuses_a_process_of_several_threads() {
+        // The test harness runs this on a thread of its own: two at least.
+        let options = Options::new(([127, 0, 0, 1], 0).into(), Opening::ClientSpeaksFirst);
+        match run(&options, || Ok(Unused), |_| {}) {
+            Err(Error::Threaded { threads }) => assert!(threads > 1, "{threads}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// The soft and hard open-file limits, from /proc.
+    fn open_file_limits() -> (String, String) {
+        let limits = std::fs::read_to_string("/proc/self/limits").expect("/proc/self/limits");
+        let line = limits.lines().find(|line| line.starts_with("Max open files")).expect("its line");
+        let mut words = line["Max open files".len()..].split_whitespace().map(str::to_owned);
+        (words.next().expect("soft"), words.next().expect("hard"))
+    }
+
+    #[test]
+    fn the_open_file_limit_is_raised_to_the_hard_one_and_said() {
+        let raised = raise_open_file_limit().expect("a limit");
+        let (soft, hard) = open_file_limits();
+        assert_eq!(soft, hard);
+        let expected = if soft == "unlimited" { u64::MAX } else { soft.parse().expect("a number") };
+        assert_eq!(raised, expected);
+    }
+
+    #[test]
+    fn somaxconn_is_read_from_the_kernel() {
+        let text = std::fs::read_to_string("/proc/sys/net/core/somaxconn").expect("readable here");
+        assert_eq!(somaxconn().map(|n| n.to_string()), Some(text.trim().to_owned()));
+    }
+}
