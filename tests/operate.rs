@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use util::{
     connect, is_running, percore_bin, read_status, run_capturing, signal, try_signal, wait_until,
-    worker_lines, Method, Server, WorkerLine, OK, WAIT,
+    worker_lines, Method, Resume, Server, WorkerLine, OK, WAIT,
 };
 
 /// `percore serve --workers 1` plus `extra`, and its worker.
@@ -130,6 +130,52 @@ fn nginx_hup_reloads_and_the_server_goes_on() {
 fn nginx_usr1_prints_the_workers_counts_and_the_server_goes_on() {
     let server = survives("USR1");
     server.wait_for_stderr(WAIT, "a live counts line", |s| s.lines().any(|l| l.contains("live:")));
+}
+
+/// Sends USR1 to the master until the `live:` line it prints for worker 0 says what
+/// `holds` wants (the workers publish their figures once a second); that line.
+fn live_line_when(server: &Server, what: &str, holds: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let printed = server.stderr().matches("live:").count();
+        signal(server.pid(), "USR1");
+        let stderr = server.wait_for_stderr(WAIT, "a live line", |s| s.matches("live:").count() > printed);
+        let line =
+            stderr.lines().rfind(|line| line.starts_with("live: worker 0 ")).expect("checked").to_owned();
+        if holds(&line) {
+            return line;
+        }
+        assert!(Instant::now() < deadline, "no live line with {what} within {WAIT:?}; the last: {line:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn usr1_shows_each_workers_figures_and_a_retired_worker_leaves_its_place_to_the_new_one() {
+    let (server, old) = one_worker(&["--shutdown-timeout", "30"]);
+    let mut client = server.client();
+    for _ in 0..3 {
+        assert_eq!(client.get("/").status_line, OK);
+    }
+    let figures = format!("pid {} cpu {}: 1 connections, 1 open, 3 requests, 0 errors", old.pid, old.cpu);
+    live_line_when(&server, &figures, |line| line.ends_with(&figures));
+    // Half a request keeps the old worker draining once it retires.
+    client.send(b"GET / HTTP/1.1\r\nHost: a\r\n");
+    signal(server.pid(), "HUP");
+    let stderr = server.wait_for_stderr(WAIT, "the new worker", |s| worker_lines(s).len() == 2);
+    let new = worker_lines(&stderr)[1];
+    let new_pid = format!("pid {} ", new.pid);
+    live_line_when(&server, &new_pid, |line| line.contains(&new_pid));
+    // The retired worker still runs, and publishes no more: with the new one
+    // stopped, so that it publishes nothing either, worker 0's figures are still
+    // the new one's two of the retired one's publishing seconds later.
+    signal(new.pid, "STOP");
+    let resume = Resume(new.pid);
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(is_running(old.pid), "the retired worker {} is gone:\n{}", old.pid, server.stderr());
+    let line = live_line_when(&server, "any figures", |_| true);
+    assert!(line.contains(&new_pid), "a retired worker's figures in its successor's place: {line:?}");
+    drop(resume);
 }
 
 /// A parent that ignores SIGCHLD and execs percore, as Python's

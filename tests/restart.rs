@@ -18,8 +18,8 @@ use std::time::Duration;
 use serde_json::Value;
 use util::{
     connect, is_running, percore_bin, proc_state, read_status, run_capturing_within, signal, signal_pending,
-    stat_fields, stopped_lines, try_signal, wait_until, worker_lines, Client, Finished, Method, Server,
-    TempFile, HELLO, OK, SIGTERM, WAIT,
+    stat_fields, stopped_lines, try_signal, wait_until, worker_lines, Client, Finished, Method, Resume,
+    Server, TempFile, HELLO, OK, SIGTERM, WAIT,
 };
 
 /// `percore bench` for `seconds` against `addr`, keep-alive, 20 connections, JSON.
@@ -250,15 +250,6 @@ fn a_stop_answers_every_connection_queued_while_the_worker_was_stopped() {
             answer.ends_with("hello, world!\n"),
             "connection {i}: one answer, then the close: {answer:?}"
         );
-    }
-}
-
-/// SIGCONTs a SIGSTOPped process when dropped, also while a test panics.
-struct Resume(u32);
-
-impl Drop for Resume {
-    fn drop(&mut self) {
-        try_signal(self.0, "CONT");
     }
 }
 

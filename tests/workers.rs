@@ -10,8 +10,8 @@ use std::time::Duration;
 use util::{
     children_of, cpus_allowed, is_running, percore_bin, proc_state, request, run_capturing,
     run_expecting_exit, run_expecting_exit_with_env, signal, signal_pending, stat_fields, stopped_lines,
-    try_signal, wait_until, worker_lines, Client, Method, Response, Server, StoppedLine, WorkerLine, HELLO,
-    OK, SIGTERM, WAIT,
+    try_signal, wait_until, worker_lines, Client, Method, Response, Resume, Server, StoppedLine, WorkerLine,
+    HELLO, OK, SIGTERM, WAIT,
 };
 
 /// `percore serve` with the waits for its worker lines and its exit that these tests
@@ -72,15 +72,6 @@ impl Deref for Percore {
 impl DerefMut for Percore {
     fn deref_mut(&mut self) -> &mut Server {
         &mut self.server
-    }
-}
-
-/// SIGCONTs a SIGSTOPped process when dropped, also while a test panics.
-struct Resume(u32);
-
-impl Drop for Resume {
-    fn drop(&mut self) {
-        try_signal(self.0, "CONT");
     }
 }
 

@@ -38,7 +38,7 @@ pub use self::{
     process::{
         run_capturing, run_capturing_within, run_expecting_exit, run_expecting_exit_with_env,
         run_with_stdout_within, run_wrk, signal, stopped_lines, tool_available, try_signal, wait_until,
-        worker_lines, Finished, Running, StoppedLine, Strace, TempFile, WorkerLine,
+        worker_lines, Finished, Resume, Running, StoppedLine, Strace, TempFile, WorkerLine,
     },
     procfs::{
         children_of, cpu_ticks, cpus_allowed, is_running, proc_state, signal_pending, stat_fields,

@@ -216,6 +216,15 @@ pub fn signal(pid: u32, name: &str) {
     assert!(try_signal(pid, name), "kill -{name} {pid} failed: is the process gone?");
 }
 
+/// SIGCONTs a SIGSTOPped process when dropped, also while a test panics.
+pub struct Resume(pub u32);
+
+impl Drop for Resume {
+    fn drop(&mut self) {
+        try_signal(self.0, "CONT");
+    }
+}
+
 /// A `worker {index} pid {pid} cpu {cpu}` line: a worker was started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WorkerLine {
