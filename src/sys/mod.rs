@@ -419,6 +419,45 @@ mod tests {
         assert!(event(libc::EPOLLIN).is_readable() && !event(libc::EPOLLOUT).is_readable());
     }
 
+    /// An epoll instance watching the read end of a pipe, and its write end.
+    fn watching_a_pipe() -> (Epoll, OwnedFd, std::fs::File) {
+        let epoll = Epoll::new().expect("an epoll instance");
+        let (read, write) = pipe().expect("a pipe");
+        epoll.add(std::os::fd::AsFd::as_fd(&read), INTEREST_READ, 3).expect("watched");
+        (epoll, read, std::fs::File::from(write))
+    }
+
+    #[test]
+    fn a_deleted_descriptor_reports_nothing_more() {
+        use std::io::Write;
+        let (epoll, read, mut write) = watching_a_pipe();
+        let mut events = Vec::with_capacity(4);
+        write.write_all(b"x").expect("a byte");
+        epoll.wait(&mut events, Some(Duration::ZERO)).expect("a wait");
+        assert_eq!(events.iter().map(EpollEvent::token).collect::<Vec<_>>(), [3]);
+        epoll.delete(std::os::fd::AsFd::as_fd(&read)).expect("deleted");
+        write.write_all(b"y").expect("a byte more: a new edge");
+        epoll.wait(&mut events, Some(Duration::ZERO)).expect("a wait");
+        assert!(events.is_empty(), "{events:?}");
+    }
+
+    #[test]
+    fn the_millisecond_wait_of_older_kernels_reports_and_waits_for_ever_when_asked() {
+        use std::io::Write;
+        let (epoll, _read, mut write) = watching_a_pipe();
+        let mut events: Vec<EpollEvent> = Vec::with_capacity(4);
+        let buffer = events.as_mut_ptr().cast::<libc::epoll_event>();
+        // Nothing ready: a wait of 300 µs (rounded up to a millisecond) ends empty.
+        assert_eq!(epoll.wait_ms(buffer, 4, Some(Duration::from_micros(300))).expect("a wait"), 0);
+        // With no timeout it waits until the byte written later arrives.
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            write.write_all(b"x").expect("a byte");
+        });
+        assert_eq!(epoll.wait_ms(buffer, 4, None).expect("a wait"), 1);
+        writer.join().expect("the writer");
+    }
+
     #[test]
     fn an_event_shows_its_token_and_bits() {
         assert_eq!(format!("{:?}", event(libc::EPOLLIN)), "EpollEvent { token: 7, events: 0x1 }");

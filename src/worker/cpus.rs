@@ -108,6 +108,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_allowed_cpus_are_this_processs_affinity() {
+        let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+        let list = status.lines().find_map(|line| line.strip_prefix("Cpus_allowed_list:")).expect("its line");
+        assert_eq!(allowed_cpus(), parse_cpu_list(list.trim()).expect("the kernel's list"));
+    }
+
+    #[test]
     fn taskset_syntax() {
         assert_eq!(parse_cpu_list("0-3,6"), Ok(vec![0, 1, 2, 3, 6]));
         assert_eq!(parse_cpu_list("7"), Ok(vec![7]));
