@@ -379,6 +379,29 @@ fn a_first_sigint_drains_gracefully_and_a_second_stops_at_once() {
 }
 
 #[test]
+fn ctrl_c_in_a_terminal_drains_gracefully_though_each_worker_hears_it_too() {
+    // A terminal's Ctrl-C sends SIGINT to the whole process group: the master and,
+    // directly, every worker. In a group of its own (setsid), so that the test's
+    // process is not in it.
+    let extra = ["--workers", "1", "--shutdown-timeout", "30", "--header-timeout", "0"];
+    let mut server = Percore::start_via(&["setsid"], &extra);
+    server.workers(1);
+    let mut finishing = unfinished_request(&server);
+    let group = format!("-{}", server.pid());
+    let sent = std::process::Command::new("kill").args(["-INT", "--", &group]).status().expect("kill");
+    assert!(sent.success(), "kill -INT -- {group}");
+    // A worker's first SIGINT starts a drain, as the master's does: the request in
+    // progress is still answered, telling its client to close.
+    finishing.send(b"\r\n");
+    let response = finishing.read_response(Method::Get);
+    assert_hello(&response);
+    assert_eq!(response.header("Connection"), Some("close"), "{response:?}");
+    finishing.expect_eof();
+    drop(finishing);
+    assert_eq!(server.exit_code(), 0);
+}
+
+#[test]
 fn the_shutdown_timeout_closes_what_is_left_and_the_stop_is_still_graceful() {
     let mut server = stopping_in("1");
     let mut unfinished = unfinished_request(&server);
