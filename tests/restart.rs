@@ -17,9 +17,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 use util::{
-    connect, is_running, percore_bin, proc_state, read_status, run_capturing_within, signal, signal_pending,
-    stat_fields, stopped_lines, try_signal, wait_until, worker_lines, Client, Finished, Method, Resume,
-    Server, TempFile, HELLO, OK, SIGTERM, WAIT,
+    connect, is_running, percore_bin, proc_state, read_status, run_capturing_within, run_expecting_exit,
+    signal, signal_pending, stat_fields, stopped_lines, try_signal, wait_until, worker_lines, Client,
+    Finished, Method, Resume, Server, TempFile, HELLO, OK, SIGTERM, WAIT,
 };
 
 /// `percore bench` for `seconds` against `addr`, keep-alive, 20 connections, JSON.
@@ -304,6 +304,17 @@ fn a_socket_passed_as_systemd_does_is_served_without_a_bind() {
     let mut client = server.client();
     assert_eq!(client.get("/").status_line, OK);
     server.wait_for_stderr(WAIT, "two workers", |s| worker_lines(s).len() == 2);
+}
+
+#[test]
+fn listen_fds_that_name_no_listener_is_a_one_line_error() {
+    // LISTEN_PID must be percore's own pid: the shell's, which exec keeps.
+    let bin = percore_bin();
+    let script = "LISTEN_PID=$$ LISTEN_FDS=0 exec \"$0\" serve --port 0 --workers 1";
+    let args = ["-c", script, bin.to_str().expect("a UTF-8 path")];
+    let (status, stderr) = run_expecting_exit(Path::new("sh"), &args);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr, "percore: inherited listeners (LISTEN_FDS): LISTEN_FDS names no listener\n");
 }
 
 #[test]

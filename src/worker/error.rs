@@ -112,3 +112,26 @@ impl std::fmt::Display for WorkerError {
 }
 
 impl std::error::Error for WorkerError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_from_a_system_call_gives_it_as_its_source() {
+        let addr = SocketAddr::from(([127, 0, 0, 1], 80));
+        let error = Error::Listen { addr, error: io::Error::from(io::ErrorKind::PermissionDenied) };
+        assert_eq!(error.to_string(), "cannot listen on 127.0.0.1:80: permission denied");
+        let source = std::error::Error::source(&error).expect("the system call's error");
+        assert_eq!(source.to_string(), "permission denied");
+        assert!(std::error::Error::source(&Error::NoWorkers).is_none());
+    }
+
+    #[test]
+    fn a_workers_error_says_what_failed() {
+        assert_eq!(WorkerError::Pin(3).to_string(), "cannot pin to CPU 3");
+        assert_eq!(WorkerError::MasterGone.to_string(), "the master is gone");
+        let loop_error = WorkerError::Loop(io::Error::from(io::ErrorKind::OutOfMemory));
+        assert_eq!(loop_error.to_string(), "event loop: out of memory");
+    }
+}
