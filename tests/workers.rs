@@ -447,6 +447,20 @@ fn has_word(text: &str, word: &str) -> bool {
 }
 
 #[test]
+fn steering_by_cpu_with_two_workers_on_one_cpu_is_a_one_line_error() {
+    // One worker more than there are CPUs: the list wraps round, two share a CPU.
+    let cpus = percore::worker::allowed_cpus();
+    let workers = (cpus.len() + 1).to_string();
+    let (status, stderr) =
+        run_expecting_exit(&percore_bin(), &serve_args(&["--steer", "cpu", "--workers", &workers]));
+    assert_eq!(status.code(), Some(1), "stderr:\n{stderr}");
+    let said = format!(
+        "percore: --steer cpu: needs one worker per CPU, each on its own: {workers} workers on CPUs "
+    );
+    assert!(stderr.starts_with(&said) && stderr.lines().count() == 1, "{stderr}");
+}
+
+#[test]
 fn cpu_outside_the_allowed_ones_is_a_usage_error() {
     // One past the highest CPU this test (and so the server it starts) may run on.
     let outside = (percore::worker::allowed_cpus().last().expect("no allowed CPU") + 1).to_string();

@@ -53,9 +53,12 @@ impl Listeners {
         distinct.sort_unstable();
         distinct.dedup();
         if !one_each || distinct.len() != options.cpus.len() {
-            return Err(Error::Steering(io::Error::other(
-                "--steer cpu needs one worker per CPU, each on its own",
-            )));
+            let why = format!(
+                "needs one worker per CPU, each on its own: {} workers on CPUs {}",
+                options.cpus.len(),
+                super::cpus::format_cpu_list(&distinct)
+            );
+            return Err(Error::Steering(io::Error::other(why)));
         }
         sys::steer_by_cpu(self.sockets[0].as_fd(), &options.cpus).map_err(Error::Steering)
     }

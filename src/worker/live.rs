@@ -114,10 +114,10 @@ impl LiveFigures {
         self.next
     }
 
-    /// Every worker's figures now (worker `i` on `cpus[i]`), with its rate since the
-    /// last report.
-    pub(crate) fn read(&self, cpus: &[usize]) -> Vec<WorkerLive> {
-        let elapsed = self.last_at.elapsed().as_secs_f64();
+    /// Every worker's figures at `now` (worker `i` on `cpus[i]`), with its rate since
+    /// the last report.
+    pub(crate) fn read(&self, cpus: &[usize], now: Instant) -> Vec<WorkerLive> {
+        let elapsed = now.saturating_duration_since(self.last_at).as_secs_f64();
         cpus.iter()
             .enumerate()
             .map(|(index, &cpu)| {
@@ -130,16 +130,44 @@ impl LiveFigures {
             .collect()
     }
 
-    /// The `--stats` report, if it is due: the figures, and the next report set.
-    pub(crate) fn due(&mut self, cpus: &[usize]) -> Option<Vec<WorkerLive>> {
-        let now = Instant::now();
+    /// The `--stats` report, if it is due at `now`: the figures, and the next report set.
+    pub(crate) fn due(&mut self, cpus: &[usize], now: Instant) -> Option<Vec<WorkerLive>> {
         if self.next.is_none_or(|at| at > now) {
             return None;
         }
-        let lives = self.read(cpus);
+        let lives = self.read(cpus, now);
         self.next = self.every.map(|every| now + every);
         self.last_at = now;
         self.last_requests = lives.iter().map(|worker| worker.live.requests).collect();
         Some(lives)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reactor::Counts;
+
+    #[test]
+    fn figures_are_read_back_with_their_rate_and_reported_when_due() {
+        let every = Duration::from_secs(2);
+        let mut live = LiveFigures::new(Board::new(2).expect("a board"), Some(every));
+        let (start, cpus) = (live.last_at, [5, 6]);
+        let stats = Stats { accepted: 3, errors: 1, open: 2 };
+        let counts = Counts { requests: 100, errors: 4 };
+        live.board().publish(1, stats, counts);
+        let figures = Live { pid: std::process::id(), accepted: 3, open: 2, requests: 100, errors: 5 };
+        let read = live.read(&cpus, start + Duration::from_secs(4));
+        assert_eq!(read[1], WorkerLive { index: 1, cpu: 6, live: figures, per_second: Some(25.0) });
+        assert_eq!((read[0].live, read[0].per_second), (Live::default(), Some(0.0)));
+        assert_eq!(live.read(&cpus, start)[1].per_second, None, "no time, no rate");
+        // Due at its time, not a moment before; the next one `every` later, and the
+        // rates counted from there.
+        assert_eq!(live.due(&cpus, start + every - Duration::from_millis(1)), None);
+        let due = live.due(&cpus, start + every).expect("due");
+        assert_eq!(due[1].per_second, Some(50.0));
+        assert_eq!(live.next(), Some(start + every + every));
+        live.board().publish(1, stats, Counts { requests: 160, ..counts });
+        assert_eq!(live.read(&cpus, start + every + Duration::from_secs(3))[1].per_second, Some(20.0));
     }
 }

@@ -131,7 +131,7 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
                     libc::SIGHUP => self.reload()?,
                     libc::SIGCHLD => self.reap().map(|()| Role::Master)?,
                     libc::SIGUSR1 => {
-                        (self.report)(Event::Live(&self.live.read(&self.options.cpus)));
+                        (self.report)(Event::Live(&self.live.read(&self.options.cpus, Instant::now())));
                         Role::Master
                     }
                     libc::SIGUSR2 => {
@@ -154,7 +154,7 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
             if let Role::Worker(index) = self.restart_due() {
                 self.become_worker(index);
             }
-            if let Some(lives) = self.live.due(&self.options.cpus) {
+            if let Some(lives) = self.live.due(&self.options.cpus, Instant::now()) {
                 (self.report)(Event::Stats(&lives));
             }
             if let Phase::Stopping { kill_at } = self.phase {
