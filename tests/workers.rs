@@ -402,6 +402,22 @@ fn ctrl_c_in_a_terminal_drains_gracefully_though_each_worker_hears_it_too() {
 }
 
 #[test]
+fn a_worker_killed_during_a_graceful_stop_makes_it_unclean() {
+    let mut server = stopping_in("30");
+    let worker = server.workers(1)[0];
+    // The unfinished request keeps the worker draining while it is killed.
+    let _unfinished = unfinished_request(&server);
+    signal(server.pid(), "TERM");
+    // The stop under way: the listeners are closed, a new connection is refused.
+    let stopping = wait_until(WAIT, || std::net::TcpStream::connect(server.addr()).is_err());
+    assert!(stopping, "still accepting after SIGTERM:\n{}", server.stderr());
+    signal(worker.pid, "KILL");
+    assert_eq!(server.exit_code(), 1, "{}", server.stderr());
+    let said = "percore: worker 0 was killed by signal 9 while stopping";
+    assert!(server.stderr().lines().any(|line| line == said), "{}", server.stderr());
+}
+
+#[test]
 fn the_shutdown_timeout_closes_what_is_left_and_the_stop_is_still_graceful() {
     let mut server = stopping_in("1");
     let mut unfinished = unfinished_request(&server);
