@@ -284,26 +284,71 @@ fn a_drain_with_more_queued_than_one_accept_batch_waits_without_spinning() {
 /// A launcher that passes a listening socket as systemd does: descriptor 3,
 /// LISTEN_FDS=1, LISTEN_PID the program's own pid; then execs percore serve.
 const SOCKET_ACTIVATION: &str = "import os, socket, sys\n\
+    args, listening = sys.argv[1:], True\n\
+    while args[0] == '--not-listening' or args[0] == '--ready-fd':\n\
+    \x20   option = args.pop(0)\n\
+    \x20   if option == '--not-listening': listening = False\n\
+    \x20   else: os.environ['PERCORE_READY_FD'] = args.pop(0)\n\
     s = socket.socket()\n\
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n\
     s.bind(('127.0.0.1', 0))\n\
-    s.listen(128)\n\
+    if listening: s.listen(128)\n\
     if s.fileno() != 3: os.dup2(s.fileno(), 3)\n\
     os.set_inheritable(3, True)\n\
     os.environ['LISTEN_FDS'] = '1'\n\
     os.environ['LISTEN_PID'] = str(os.getpid())\n\
-    os.execv(sys.argv[1], sys.argv[1:])\n";
+    os.execv(args[0], args)\n";
+
+/// The socket activation launcher's command line for `percore serve` with
+/// `options` (`--not-listening`, `--ready-fd N`) and `flags`.
+fn launched<'a>(
+    launcher: &'a TempFile,
+    bin: &'a Path,
+    options: &[&'a str],
+    flags: &[&'a str],
+) -> Vec<&'a str> {
+    let mut args = vec![launcher.path()];
+    args.extend(options);
+    args.extend([bin.to_str().expect("a UTF-8 path"), "serve"]);
+    args.extend(flags);
+    args
+}
 
 #[test]
 fn a_socket_passed_as_systemd_does_is_served_without_a_bind() {
     let launcher = TempFile::with_contents(SOCKET_ACTIVATION.as_bytes());
     let bin = percore_bin();
-    let args = ["python3", launcher.path(), bin.to_str().expect("a UTF-8 path"), "serve", "--workers", "2"];
-    let server = Server::start(Path::new(args[0]), &args[1..]);
+    let server = Server::start(Path::new("python3"), &launched(&launcher, &bin, &[], &["--workers", "2"]));
     // The launcher bound a port of its own; percore listens there, bound by nobody else.
     let mut client = server.client();
     assert_eq!(client.get("/").status_line, OK);
     server.wait_for_stderr(WAIT, "two workers", |s| worker_lines(s).len() == 2);
+}
+
+#[test]
+fn an_inherited_socket_that_does_not_listen_is_a_one_line_error() {
+    let launcher = TempFile::with_contents(SOCKET_ACTIVATION.as_bytes());
+    let bin = percore_bin();
+    let args = launched(&launcher, &bin, &["--not-listening"], &["--workers", "1"]);
+    let (status, stderr) = run_expecting_exit(Path::new("python3"), &args);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr, "percore: inherited listeners (LISTEN_FDS): descriptor 3 is not a listener\n");
+}
+
+#[test]
+fn a_ready_descriptor_that_names_a_listener_is_not_taken_for_one() {
+    // The descriptor on which an upgraded master says it is ready follows the
+    // listeners; one among them is ignored, and the listener stays the master's.
+    let launcher = TempFile::with_contents(SOCKET_ACTIVATION.as_bytes());
+    let bin = percore_bin();
+    let args = launched(&launcher, &bin, &["--ready-fd", "3"], &["--workers", "1"]);
+    let server = Server::start(Path::new("python3"), &args);
+    let stderr = server.wait_for_stderr(WAIT, "a worker", |s| !worker_lines(s).is_empty());
+    assert_eq!(server.client().get("/").status_line, OK);
+    // A worker started later takes the listener from the master: it must still hold it.
+    signal(worker_lines(&stderr)[0].pid, "KILL");
+    server.wait_for_stderr(WAIT, "the worker restarted", |s| worker_lines(s).len() == 2);
+    assert_eq!(server.client().get("/").status_line, OK, "{}", server.stderr());
 }
 
 #[test]
