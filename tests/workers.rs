@@ -8,7 +8,7 @@ use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
 use util::{
-    children_of, cpus_allowed, is_running, percore_bin, proc_state, request, run_capturing,
+    children_of, cpu_ticks, cpus_allowed, is_running, percore_bin, proc_state, request, run_capturing,
     run_expecting_exit, run_expecting_exit_with_env, signal, signal_pending, stat_fields, stopped_lines,
     try_signal, wait_until, worker_lines, Client, Method, Response, Resume, Server, StoppedLine, WorkerLine,
     HELLO, OK, SIGTERM, WAIT,
@@ -415,6 +415,33 @@ fn a_worker_killed_during_a_graceful_stop_makes_it_unclean() {
     assert_eq!(server.exit_code(), 1, "{}", server.stderr());
     let said = "percore: worker 0 was killed by signal 9 while stopping";
     assert!(server.stderr().lines().any(|line| line == said), "{}", server.stderr());
+}
+
+#[test]
+fn a_worker_hung_in_a_stop_is_killed_after_the_shutdown_timeout_and_its_grace() {
+    let mut server = stopping_in("1");
+    let worker = server.workers(1)[0];
+    // A stopped process is a hung worker: it drains nothing, and exits on no signal
+    // but SIGKILL, which the master sends 5 s after the shutdown timeout.
+    signal(worker.pid, "STOP");
+    let _resume = Resume(worker.pid);
+    signal(server.pid(), "TERM");
+    assert_eq!(server.exit_code(), 1, "{}", server.stderr());
+    let said = "percore: worker 0 was killed by signal 9 while stopping";
+    assert!(server.stderr().lines().any(|line| line == said), "{}", server.stderr());
+}
+
+#[test]
+fn an_idle_master_sleeps() {
+    let server = Percore::start(&["--workers", "1"]);
+    server.workers(1);
+    // With nothing due (no restart, no --stats, no stop), the master waits for a
+    // signal: over a second it runs for a tick or two at most, where a master that
+    // polled would run for most of the hundred.
+    let before = cpu_ticks(server.pid());
+    std::thread::sleep(Duration::from_secs(1));
+    let ticks = cpu_ticks(server.pid()) - before;
+    assert!(ticks <= 10, "the idle master ran {ticks} ticks in a second");
 }
 
 #[test]
