@@ -432,6 +432,20 @@ fn a_worker_hung_in_a_stop_is_killed_after_the_shutdown_timeout_and_its_grace() 
 }
 
 #[test]
+fn the_open_file_limit_is_raised_to_the_hard_limit() {
+    // Started with a soft limit below the hard one, as a login shell's 1024 often is.
+    let bin = percore_bin();
+    let script = "ulimit -Sn 256 && exec \"$0\" serve --bind 127.0.0.1 --port 0 --workers 1";
+    let server =
+        Server::start(std::path::Path::new("sh"), &["-c", script, bin.to_str().expect("a UTF-8 path")]);
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", server.pid())).expect("its limits");
+    let line = limits.lines().find(|line| line.starts_with("Max open files")).expect("its line");
+    let words: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(words[3], words[4], "soft and hard: {line:?}");
+    assert_ne!(words[3], "256", "{line:?}");
+}
+
+#[test]
 fn an_idle_master_sleeps() {
     let server = Percore::start(&["--workers", "1"]);
     server.workers(1);
