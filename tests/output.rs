@@ -353,6 +353,10 @@ fn a_graceful_stop_lets_a_client_that_goes_on_pipelining_read_its_last_answer_wh
     (&stream).write_all(GET).expect("request A");
     assert!(reader.fill_buf().is_ok_and(|bytes| !bytes.is_empty()), "A's first bytes");
     signal(server.pid(), "TERM");
+    // The stop under way in the worker: it served its queue and closed its
+    // listener, so a new connection is refused.
+    let stopping = wait_until(WAIT, || TcpStream::connect(server.addr()).is_err());
+    assert!(stopping, "still accepting after SIGTERM:\n{}", server.stderr());
     // B, sent during the stop: read once A's output drains, and answered with
     // `Connection: close`, a close the client did not ask for.
     (&stream).write_all(GET).expect("request B");
