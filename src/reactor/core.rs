@@ -259,20 +259,10 @@ pub(crate) fn discard_input<S>(conn: &mut Connection<S>, read_buffer: &mut [u8])
 #[cfg(test)]
 mod tests {
     use super::super::output::tests::small_send_buffer_pair;
-    use super::super::{Io, Verdict};
+    use super::super::Unused;
     use super::*;
     use std::os::fd::OwnedFd;
     use std::os::unix::net::UnixStream;
-
-    struct Unused;
-
-    impl Protocol for Unused {
-        type Conn = ();
-
-        fn on_data(&mut self, _conn: &mut (), input: &[u8], _io: &mut Io<'_>) -> Verdict {
-            Verdict::keep(input.len())
-        }
-    }
 
     /// A connection with `unsent` bytes queued (none, or more than its socket takes:
     /// the peer, returned, does not read).

@@ -419,6 +419,20 @@ fn open_reserve() -> Option<File> {
     File::open("/dev/null").ok()
 }
 
+/// A protocol that consumes what it is given and answers nothing: for the unit tests
+/// of the loop and of what runs it, which test their own decisions.
+#[cfg(test)]
+pub(crate) struct Unused;
+
+#[cfg(test)]
+impl Protocol for Unused {
+    type Conn = ();
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], _io: &mut Io<'_>) -> Verdict {
+        Verdict::keep(input.len())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -429,17 +443,6 @@ mod tests {
             assert!(Token(own).index() > MAX_INDEX as usize, "{own:#x} names a slot");
         }
         assert_ne!(LISTENER, CONTROL);
-    }
-
-    /// A protocol with no connection to serve: the loop's own decisions are tested.
-    struct Unused;
-
-    impl Protocol for Unused {
-        type Conn = ();
-
-        fn on_data(&mut self, _conn: &mut (), input: &[u8], _io: &mut Io<'_>) -> Verdict {
-            Verdict::keep(input.len())
-        }
     }
 
     #[test]

@@ -373,17 +373,7 @@ pub fn raise_open_file_limit() -> Option<u64> {
 mod tests {
     use super::*;
     use crate::listen::Opening;
-    use crate::reactor::{Io, Protocol, Verdict};
-
-    struct Unused;
-
-    impl Protocol for Unused {
-        type Conn = ();
-
-        fn on_data(&mut self, _conn: &mut (), input: &[u8], _io: &mut Io<'_>) -> Verdict {
-            Verdict::keep(input.len())
-        }
-    }
+    use crate::reactor::Unused;
 
     #[test]
     fn run_refuses_a_process_of_several_threads() {
