@@ -7,7 +7,7 @@ use std::io::Read;
 use std::time::Duration;
 
 use percore::http::{Hello, HelloConfig};
-use percore::reactor::{Flow, Harness, Then};
+use percore::reactor::{Flow, Harness};
 use util::{Method, Server, HELLO, OK};
 
 const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
@@ -53,7 +53,7 @@ fn a_closing_request_closes_after_its_delayed_answer_and_nothing_after_it_is_rea
     let mut harness = delayed(10);
     let input = [GET, GET_CLOSE, GET].concat();
     let verdict = harness.data(&input);
-    assert_eq!(verdict.then, Then::Pause, "waits for its answers");
+    assert_eq!(verdict.flow, Flow::Pause, "waits for its answers");
     assert_eq!(verdict.consumed, GET.len() + GET_CLOSE.len(), "the request after the closing one is left");
     // Called again with the rest (as the loop does once output drains): not read.
     assert_eq!(harness.data(GET).consumed, 0);
@@ -67,7 +67,7 @@ fn a_closing_request_closes_after_its_delayed_answer_and_nothing_after_it_is_rea
 fn a_client_that_pipelines_many_is_paused_not_queued_for_ever() {
     let mut harness = delayed(10);
     let verdict = harness.data(&GET.repeat(1000));
-    assert_eq!(verdict.then, Then::Pause);
+    assert_eq!(verdict.flow, Flow::Pause);
     let queued = verdict.consumed / GET.len();
     assert!(queued < 1000, "every request queued at once");
     harness.advance(Duration::from_millis(10));

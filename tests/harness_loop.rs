@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use percore::listen::{self, ListenOptions, Opening};
-use percore::reactor::{Config, Flow, Harness, Io, Protocol, Reactor, Verdict, Wake};
+use percore::reactor::{Config, Flow, Harness, Io, Protocol, Reactor, Returned, Verdict};
 
 /// Bound on every wait for the loop.
 const WAIT: Duration = Duration::from_secs(10);
@@ -252,9 +252,9 @@ fn through_the_harness(script: &[Step]) -> Outcome {
 /// A loop serving [`Commands`] on its own thread, until dropped.
 struct LoopThread {
     addr: SocketAddr,
-    /// Writing to it ends the loop's `run` with [`Wake::Control`].
+    /// Writing to it ends the loop's `run` with [`Returned::Control`].
     stop: UnixStream,
-    thread: Option<JoinHandle<std::io::Result<Wake>>>,
+    thread: Option<JoinHandle<std::io::Result<Returned>>>,
 }
 
 impl LoopThread {
@@ -278,7 +278,7 @@ impl LoopThread {
         (&self.stop).write_all(b"!").expect("asking the loop to stop");
         let thread = self.thread.take().expect("running");
         let wake = thread.join().expect("the loop's thread").expect("the loop's run");
-        assert_eq!(wake, Wake::Control);
+        assert_eq!(wake, Returned::Control);
     }
 }
 

@@ -385,7 +385,7 @@ impl Protocol for Load {
 
 #[cfg(test)]
 mod tests {
-    use percore::reactor::{Closed, Harness, Then};
+    use percore::reactor::{Closed, Flow, Harness};
 
     use super::super::target::{RequestSpec, Target};
     use super::*;
@@ -456,7 +456,7 @@ mod tests {
         // Answered after 6 s; the next request leaves then, due by 16 s.
         harness.advance(Duration::from_secs(6));
         harness.data(OK);
-        assert_eq!(harness.wake(), Flow::Continue);
+        assert_eq!(harness.wake(), Some(Flow::Continue));
         assert!(!harness.take_output().is_empty(), "the second request went out");
         assert_eq!(harness.timer(), Some(first_deadline), "left where it was: it fires sooner");
         // At 10 s the old timer fires: the request in flight is not late.
@@ -489,7 +489,7 @@ mod tests {
         let mut harness = Harness::new(Load::new(plan(false, 1 << 20), 1));
         harness.open();
         let verdict = harness.data(&[OK, OK].concat());
-        assert_eq!(verdict.then, Then::Close);
+        assert_eq!(verdict.flow, Flow::Close);
         let load = harness.protocol();
         assert_eq!((load.counts.requests, load.counts.errors.parse, load.in_flight), (1, 1, 0));
     }
@@ -500,7 +500,7 @@ mod tests {
         let mut harness = Harness::new(Load::new(pipelined, 4));
         harness.open();
         let closing = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-        assert_eq!(harness.data(closing).then, Then::Close);
+        assert_eq!(harness.data(closing).flow, Flow::Close);
         let load = harness.protocol();
         // One answered; the three after it were never served and are sent again.
         assert_eq!((load.counts.requests, load.in_flight, load.budget), (1, 0, 3));
@@ -515,9 +515,9 @@ mod tests {
         {
             let mut harness = Harness::new(Load::new(plan(false, 1 << 20), 1));
             harness.open();
-            let consumed = harness.data(response).consumed;
+            harness.receive(response);
             assert_eq!(harness.protocol().counts.requests, 0, "not over until the close");
-            harness.close(closed, &response[consumed..]);
+            harness.end(closed);
             let counts = &harness.protocol().counts;
             assert_eq!((counts.requests, counts.errors.read), (answered, 1 - answered), "{closed:?}");
             assert_eq!(counts.bytes_read, response.len() as u64, "{closed:?}");

@@ -197,10 +197,10 @@ impl Job {
         // pending input, which the request timeout would cut). A client loop
         // accepts nothing, so `max_connections` does not apply.
         let config = Config {
-            message_timeout: 0,
-            idle_timeout: 0,
-            send_timeout: 0,
-            connect_timeout: 0,
+            message_timeout: None,
+            idle_timeout: None,
+            send_timeout: None,
+            connect_timeout: None,
             ..Config::default()
         };
         let mut ticker = Ticker { thread: self.index, second: 0, errors_sent: 0 };

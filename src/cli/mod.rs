@@ -188,10 +188,10 @@ impl ServerArgs {
             stats_interval: self.stats.map(Duration::from_secs),
             reactor: Config {
                 max_connections: usize::try_from(self.connection_limit()).unwrap_or(usize::MAX),
-                message_timeout: self.message_timeout,
+                message_timeout: timeout(self.message_timeout),
                 min_input_rate: self.min_input_rate,
-                idle_timeout: self.idle_timeout,
-                send_timeout: self.send_timeout,
+                idle_timeout: timeout(self.idle_timeout),
+                send_timeout: timeout(self.send_timeout),
                 ..Config::default()
             },
         }
@@ -353,6 +353,11 @@ pub fn main<P: Protocol>(opening: Opening, make_protocol: impl Fn() -> std::io::
 fn program_name() -> String {
     let arg0 = std::env::args().next().unwrap_or_default();
     std::path::Path::new(&arg0).file_name().map_or(arg0.clone(), |name| name.to_string_lossy().into_owned())
+}
+
+/// A timeout flag's seconds: 0 is none.
+fn timeout(seconds: u32) -> Option<Duration> {
+    (seconds > 0).then(|| Duration::from_secs(u64::from(seconds)))
 }
 
 #[cfg(test)]

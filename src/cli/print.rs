@@ -53,7 +53,7 @@ pub(crate) fn event(event: &Event<'_>) {
             if *retired { "retired" } else { "stopped" },
             stats.accepted,
             counts.requests,
-            stats.errors + counts.errors
+            stats.failed + counts.errors
         )),
     }
 }

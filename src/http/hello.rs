@@ -48,13 +48,13 @@ impl Default for HelloConfig {
 ///
 /// ```
 /// use percore::http::{Hello, HelloConfig};
-/// use percore::reactor::{Harness, Then};
+/// use percore::reactor::{Harness, Flow};
 ///
 /// let mut harness = Harness::new(Hello::new(&HelloConfig::default()));
 /// let two = b"GET / HTTP/1.1\r\nHost: a\r\n\r\nHEAD / HTTP/1.0\r\n\r\n";
 /// let verdict = harness.data(two);
 /// assert_eq!(verdict.consumed, two.len());
-/// assert_eq!(verdict.then, Then::Close, "HTTP/1.0 without keep-alive closes");
+/// assert_eq!(verdict.flow, Flow::Close, "HTTP/1.0 without keep-alive closes");
 /// let text = String::from_utf8(harness.take_output()).unwrap();
 /// assert!(text.starts_with("HTTP/1.1 200 OK\r\nServer: percore\r\nDate: "));
 /// assert_eq!(text.matches("hello, world!\n").count(), 1, "HEAD gets no body");

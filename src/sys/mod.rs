@@ -58,6 +58,10 @@ impl EpollEvent {
     pub fn is_readable(&self) -> bool {
         self.0.events & (libc::EPOLLIN as u32) != 0
     }
+    /// Output can be sent (or the connection is gone, which a send then tells).
+    pub fn is_writable(&self) -> bool {
+        self.0.events & ((libc::EPOLLOUT | libc::EPOLLHUP | libc::EPOLLERR) as u32) != 0
+    }
     /// The peer shut down its writing side, or the connection is gone: reading must
     /// continue until `recv` returns 0 or an error, since no later edge will come.
     pub fn is_read_closed(&self) -> bool {
@@ -212,7 +216,7 @@ fn restarting<T>(mut call: impl FnMut() -> io::Result<T>) -> io::Result<T> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AcceptError {
     /// The queue is empty.
-    Drained,
+    Empty,
     /// The connection at the head of the queue failed before it was taken; the
     /// next one is there.
     Aborted,
@@ -226,7 +230,7 @@ impl AcceptError {
     /// Classifies an error of [`accept`].
     pub fn of(e: &io::Error) -> AcceptError {
         match e.raw_os_error() {
-            Some(libc::EAGAIN) => AcceptError::Drained,
+            Some(libc::EAGAIN) => AcceptError::Empty,
             Some(libc::EMFILE | libc::ENFILE) => AcceptError::OutOfDescriptors,
             Some(
                 libc::ECONNABORTED

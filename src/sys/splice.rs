@@ -30,7 +30,7 @@ impl Pipe {
 
     /// Moves up to `len` bytes from the pipe to socket `to`; `WouldBlock` when the
     /// socket is full.
-    pub fn drain_to(&self, to: BorrowedFd<'_>, len: usize) -> io::Result<usize> {
+    pub fn empty_into(&self, to: BorrowedFd<'_>, len: usize) -> io::Result<usize> {
         splice(self.read.as_fd(), to, len)
     }
 }

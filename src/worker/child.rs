@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::live::Board;
 use super::{Event, Options, Pinning, Scheduling, Service, WorkerError};
-use crate::reactor::{DrainOptions, ListenerFate, Protocol, Reactor, Wake};
+use crate::reactor::{DrainOptions, ListenerFate, Protocol, Reactor, Returned};
 use crate::sys::{self, SignalFd, TimerFd};
 
 /// What a worker is given by the master: which worker it is, and the options of all.
@@ -83,7 +83,7 @@ fn serve<S: Service>(
     reactor.watch(&signals).map_err(WorkerError::Loop)?;
     reactor.watch(&publish_timer).map_err(WorkerError::Loop)?;
     let mut retired = false;
-    while reactor.run().map_err(WorkerError::Loop)? == Wake::Control {
+    while reactor.run().map_err(WorkerError::Loop)? == Returned::Control {
         if publish_timer.read().map_err(WorkerError::Loop)? > 0 && !retired {
             job.board.publish(job.index, reactor.stats(), reactor.protocol().counts());
         }

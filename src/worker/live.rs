@@ -64,7 +64,7 @@ impl Board {
         store(ACCEPTED, stats.accepted);
         store(OPEN, stats.open as u64);
         store(REQUESTS, counts.requests);
-        store(ERRORS, stats.errors.saturating_add(counts.errors));
+        store(ERRORS, stats.failed.saturating_add(counts.errors));
     }
 
     /// Worker `index`'s figures, as last published.
@@ -153,7 +153,7 @@ mod tests {
         let every = Duration::from_secs(2);
         let mut live = LiveFigures::new(Board::new(2).expect("a board"), Some(every));
         let (start, cpus) = (live.last_at, [5, 6]);
-        let stats = Stats { accepted: 3, errors: 1, open: 2 };
+        let stats = Stats { accepted: 3, failed: 1, open: 2 };
         let counts = Counts { requests: 100, errors: 4 };
         live.board().publish(1, stats, counts);
         let figures = Live { pid: std::process::id(), accepted: 3, open: 2, requests: 100, errors: 5 };
