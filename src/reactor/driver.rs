@@ -32,10 +32,10 @@ pub(crate) struct Slot<S, W> {
     pub(crate) wire: W,
 }
 
-/// Why a connection's steps stopped for the driver.
-enum Stopped {
-    /// It waits for an edge, a timer or an order.
-    Waits,
+/// What a connection needs of the driver when its steps break off.
+enum Needs {
+    /// Nothing: it waits for an edge, a timer or an order.
+    Nothing,
     /// Its reading budget ran out (or orders wait to be carried out first): serve it
     /// again soon.
     Again,
@@ -259,11 +259,11 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
             let Some(slot) = self.slots.get_mut(token) else { return };
             let (conn, wire) = (&mut slot.conn, &mut slot.wire);
             match steps(&mut self.machine, &mut self.read_buffer, conn, wire, token, &mut reads) {
-                Stopped::Waits => return,
-                Stopped::Again => return self.again.push(token),
-                Stopped::Close(closed) => return self.close(token, closed),
-                Stopped::Release => self.release(token),
-                Stopped::Splice => {
+                Needs::Nothing => return,
+                Needs::Again => return self.again.push(token),
+                Needs::Close(closed) => return self.close(token, closed),
+                Needs::Release => self.release(token),
+                Needs::Splice => {
                     reads += 1;
                     self.pump(token);
                 }
@@ -508,7 +508,7 @@ fn steps<P: Protocol, W: Wire>(
     wire: &mut W,
     token: Token,
     reads: &mut usize,
-) -> Stopped {
+) -> Needs {
     loop {
         match machine.poll(conn, token) {
             Step::Send => {
@@ -519,7 +519,7 @@ fn steps<P: Protocol, W: Wire>(
                 let sent = wire.flush(conn.queue());
                 machine.flushed(conn, sent);
             }
-            Step::Release => return Stopped::Release,
+            Step::Release => return Needs::Release,
             Step::Read | Step::HandHeld | Step::Discard | Step::Splice
                 if *reads == READS_PER_WAKE || !machine.io.orders.is_empty() =>
             {
@@ -527,7 +527,7 @@ fn steps<P: Protocol, W: Wire>(
                 // is done before more is read; and one connection's input does not
                 // starve the others'.
                 machine.rearm(conn, token);
-                return Stopped::Again;
+                return Needs::Again;
             }
             Step::Read => {
                 *reads += 1;
@@ -549,7 +549,7 @@ fn steps<P: Protocol, W: Wire>(
                 let read = wire.recv(buffer);
                 machine.discarded(conn, read);
             }
-            Step::Splice => return Stopped::Splice,
+            Step::Splice => return Needs::Splice,
             Step::ShutdownWrite => {
                 let result = wire.shutdown_write();
                 machine.shut_down(conn, result);
@@ -558,8 +558,8 @@ fn steps<P: Protocol, W: Wire>(
                 let result = wire.linger();
                 machine.shut_down(conn, result);
             }
-            Step::Wait => return Stopped::Waits,
-            Step::Close(closed) => return Stopped::Close(closed),
+            Step::Wait => return Needs::Nothing,
+            Step::Close(closed) => return Needs::Close(closed),
         }
     }
 }

@@ -373,7 +373,16 @@ fn edge_of(event: &EpollEvent) -> Edge {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reactor::driver::Slot;
     use crate::reactor::protocol::Unused;
+
+    #[test]
+    fn an_idle_connection_fits_in_72_bytes_of_slab() {
+        // The slab's value for an idle connection is most of its cost (under 128 B
+        // of worker memory each): the machine's state and the socket.
+        let size = std::mem::size_of::<Slot<(), Socket>>();
+        assert!(size <= 72, "{size}");
+    }
 
     #[test]
     fn the_loops_own_tokens_name_no_connection() {

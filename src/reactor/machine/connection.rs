@@ -185,14 +185,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_idle_connection_fits_in_68_bytes_beside_its_descriptor() {
-        // The slab slot of an idle connection is most of its cost (under 128 B each):
-        // the machine's state and the wire's descriptor fit in 72.
-        let size = std::mem::size_of::<Connection<()>>();
-        assert!(size + std::mem::size_of::<std::os::fd::OwnedFd>() <= 72, "{size}");
-    }
-
-    #[test]
     fn a_new_connection_waits_for_its_wire_and_one_being_opened_for_its_connect() {
         let open: Connection<()> = Connection::open();
         assert!(!open.sends_directly(), "not before its wire says it is writable");
