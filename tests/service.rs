@@ -10,8 +10,8 @@
 //! 127.0.0.1 port 0, and talks to it. Every check that fails prints why and makes
 //! the program exit with status 1; the server is killed on the way out.
 //!
-//! It takes nothing from `tests/util`, which needs the `bin` feature (it starts the
-//! `percore` binary): this test must build and pass with `--no-default-features`.
+//! It builds and passes with `--no-default-features`: it uses neither `cli` nor the
+//! `percore` binary.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};

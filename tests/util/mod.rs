@@ -11,6 +11,13 @@
 //!
 //! Test files use the re-exports below, so they need not know which module
 //! holds what.
+//!
+//! The library's tests (`tests/`) and percore-bin's (`percore-bin/tests/`, which
+//! start the binary and the examples) both take this module, percore-bin's by
+//! `#[path = "../../tests/util/mod.rs"]`. It is compiled into each test crate rather
+//! than built as a crate of its own because cargo names the binary under test
+//! (`CARGO_BIN_EXE_percore`, read by `percore_bin`) only when it compiles
+//! percore-bin's own tests.
 
 // Every test file compiles its own copy of this module and uses a different
 // subset of it, so an item unused by one file is not dead code overall.

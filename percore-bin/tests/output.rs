@@ -3,6 +3,7 @@
 //! bytes already sent; a shared body is referenced by each connection, not copied, and
 //! arrives byte for byte, to many readers at once and past one sendmsg's 64 pieces.
 
+#[path = "../../tests/util/mod.rs"]
 mod util;
 
 use std::io::{BufRead, BufReader, Read, Write};

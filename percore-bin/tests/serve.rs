@@ -1,5 +1,6 @@
 //! What a client sees on the wire from `percore serve`.
 
+#[path = "../../tests/util/mod.rs"]
 mod util;
 
 use std::net::TcpListener;
@@ -7,7 +8,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use util::{
-    date_of, percore_bin, request, run_expecting_exit, Client, Method, Response, Server, TempFile, HELLO, OK,
+    date_of, percore_bin, request, run_capturing, run_expecting_exit, Client, Method, Response, Server,
+    TempFile, HELLO, OK,
 };
 
 /// The exact bytes of a 200 response with the given `date` (taken from the
@@ -270,6 +272,14 @@ fn custom_body_from_file() {
     let path = file.path();
     let server = Server::percore(&["--body-file", path, "--content-type", JSON]);
     assert_custom_body_served(&server);
+}
+
+#[test]
+fn the_program_names_itself_percore() {
+    // Its package is percore-bin, whose name clap would otherwise take.
+    let run = run_capturing(&percore_bin(), &["--version"]);
+    assert!(run.status.success(), "{run:?}");
+    assert_eq!(run.stdout, format!("percore {}\n", env!("CARGO_PKG_VERSION")));
 }
 
 #[test]

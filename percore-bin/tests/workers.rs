@@ -1,6 +1,7 @@
 //! `percore serve` as processes: a master and one pinned worker per CPU, their
 //! restarts, their graceful and immediate stops, and `percore tune`.
 
+#[path = "../../tests/util/mod.rs"]
 mod util;
 
 use std::collections::BTreeSet;
@@ -547,7 +548,7 @@ fn tune_reports_every_setting_of_sysctl_conf() {
     assert!(!names.is_empty(), "no settings found in {path}");
 
     let run = run_capturing(&percore_bin(), &["tune"]);
-    // 1 when a setting is below its recommendation (tests/operate.rs checks which).
+    // 1 when a setting is below its recommendation (operate.rs checks which).
     assert!(matches!(run.status.code(), Some(0 | 1)), "{run:?}");
     let rows: Vec<&str> = run.stdout.lines().filter_map(|line| line.split_whitespace().next()).collect();
     for name in names {

@@ -3,6 +3,7 @@
 //! workers killed again and again, operator values at their limits, and a body
 //! that trickles.
 
+#[path = "../../tests/util/mod.rs"]
 mod util;
 
 use std::io::{ErrorKind, Read, Write};
