@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use util::{
     children_of, cpu_ticks, cpus_allowed, is_running, percore_bin, proc_state, request, run_capturing,
-    run_expecting_exit, run_expecting_exit_with_env, signal, signal_pending, stat_fields, stopped_lines,
-    try_signal, wait_until, worker_lines, Client, Method, Response, Resume, Server, StoppedLine, WorkerLine,
-    HELLO, OK, SIGTERM, WAIT,
+    run_expecting_exit, signal, signal_pending, stat_fields, stopped_lines, try_signal, wait_until,
+    worker_lines, Client, Method, Response, Resume, Server, StoppedLine, WorkerLine, HELLO, OK, SIGTERM,
+    WAIT,
 };
 
 /// `percore serve` with the waits for its worker lines and its exit that these tests
@@ -470,17 +470,6 @@ fn the_shutdown_timeout_closes_what_is_left_and_the_stop_is_still_graceful() {
     assert_eq!(server.exit_code(), 0);
     let stopped = server.stopped(1);
     assert_eq!((stopped[0].connections, stopped[0].requests), (1, 1), "{stopped:?}");
-}
-
-#[test]
-fn worker_failing_at_start_makes_the_master_give_up() {
-    let env = [("PERCORE_FAULT", "worker-start")];
-    let (status, stderr) =
-        run_expecting_exit_with_env(&percore_bin(), &serve_args(&[]), &env, Duration::from_secs(20));
-    assert_eq!(status.code(), Some(1), "exit status {status}; stderr:\n{stderr}");
-    assert!(stderr.contains("giving up"), "stderr:\n{stderr}");
-    let restarts = stderr.lines().filter(|l| l.contains("restarting in")).count();
-    assert!((1..10).contains(&restarts), "{restarts} restarts; stderr:\n{stderr}");
 }
 
 #[test]

@@ -84,8 +84,6 @@ pub enum WorkerError {
     Pin(usize),
     /// `SCHED_BATCH` could not be set.
     Scheduling(io::Error),
-    /// A fault injected for tests (`PERCORE_FAULT=worker-start`).
-    Injected,
     /// The protocol could not be built.
     Protocol(io::Error),
     /// The event loop failed.
@@ -101,9 +99,6 @@ impl std::fmt::Display for WorkerError {
             WorkerError::DeathSignal(e) => write!(f, "prctl: {e}"),
             WorkerError::Pin(cpu) => write!(f, "cannot pin to CPU {cpu}"),
             WorkerError::Scheduling(e) => write!(f, "cannot set SCHED_BATCH: {e}"),
-            WorkerError::Injected => {
-                write!(f, "fault injected at start ({}=worker-start)", super::child::FAULT_VARIABLE)
-            }
             WorkerError::Protocol(e) => write!(f, "{e}"),
             WorkerError::Loop(e) => write!(f, "event loop: {e}"),
             WorkerError::Signals(e) => write!(f, "signalfd: {e}"),
