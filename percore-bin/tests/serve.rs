@@ -300,9 +300,11 @@ fn port_in_use_is_a_one_line_error() {
     assert!(!status.success(), "exited successfully; stderr:\n{stderr}");
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(lines.len(), 1, "expected one line on stderr, got {stderr:?}");
-    // Named by the program, with the address and what to do about it.
-    let said = format!("percore: cannot listen on 127.0.0.1:{port}: address in use by another socket");
-    assert!(lines[0].starts_with(&said), "{:?}", lines[0]);
+    // Named by the program, with the address and the flag that shares it.
+    let said = format!(
+        "percore: cannot listen on 127.0.0.1:{port}: address in use by another socket (--reuseport-join shares it)"
+    );
+    assert_eq!(lines[0], said);
     assert_eq!(status.code(), Some(1), "{stderr}");
     drop(holder);
 }
