@@ -19,7 +19,7 @@ pub(crate) const READS_PER_WAKE: usize = 16;
 /// Bytes read per `recv`: the loop's one read buffer, shared by all connections. A
 /// message longer than this reaches `on_data` over several calls; a protocol that
 /// takes larger ones sets [`Config::max_pending_input`] to hold them.
-pub const READ_BUFFER: usize = 64 * 1024;
+pub(crate) const READ_BUFFER: usize = 64 * 1024;
 
 /// What the work on one connection needs besides the connection itself, apart from
 /// the slab, so that the two can be borrowed together.

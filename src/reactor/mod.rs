@@ -36,15 +36,15 @@ mod splice;
 mod timers;
 
 pub use config::{Config, DrainPolicy, IdleTimeout};
-pub use core::READ_BUFFER;
 pub use drain::{DrainOptions, ListenerFate};
 pub use harness::Harness;
 pub use io::Io;
 pub use output::sealed_file;
-pub use output::COPY_MAX;
 pub use protocol::{Closed, ConnId, Counts, Flow, Protocol, Then, Verdict};
 
 pub(crate) use clock::far_future;
+pub(crate) use core::READ_BUFFER;
+pub(crate) use output::COPY_MAX;
 
 use std::fs::File;
 use std::io as stdio;
