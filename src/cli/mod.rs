@@ -14,7 +14,7 @@ use clap::Parser;
 
 use crate::listen::{ListenOptions, Opening};
 use crate::reactor::{Config, Protocol};
-use clap::builder::PossibleValue;
+use clap::builder::{PossibleValue, RangedU64ValueParser};
 
 use crate::worker::{self, Options, Pinning, PortSharing, Scheduling, Service, Steering, Stopped};
 pub use print::say;
@@ -42,7 +42,7 @@ pub struct ServerArgs {
 
     /// Number of workers, on the first CPUs of the set, wrapping round when more
     /// than CPUs [default: one per CPU].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = RangedU64ValueParser::<usize>::new().range(1..))]
     pub workers: Option<usize>,
 
     /// Do not pin workers to their CPUs.
@@ -310,9 +310,19 @@ pub fn serve<S: Service>(options: &Options, service: S) -> ExitCode {
     match worker::run(options, service, |event| print::event(&event)) {
         Ok(stopped) => stopped.exit_code(),
         Err(error) => {
-            say(format_args!("{}: {error}", program_name()));
+            say(format_args!("{}: {}", program_name(), with_flags(&error)));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// What `error` says, and the flag that changes it where one does: the library
+/// speaks of its options, the command line of its flags.
+fn with_flags(error: &worker::Error) -> String {
+    match error {
+        worker::Error::AddressInUse(_) => format!("{error} (--reuseport-join shares it)"),
+        worker::Error::Steering(why) => format!("--steer cpu: {why}"),
+        _ => error.to_string(),
     }
 }
 
@@ -379,6 +389,28 @@ mod tests {
         let server = parsed(&["--steer", "hash", "--sched", "batch"]).expect("parsed");
         assert_eq!((server.steer, server.sched), (Steering::Hash, Scheduling::Batch));
         assert!(parsed(&["--steer", "round-robin"]).is_err());
+    }
+
+    #[test]
+    fn a_workers_error_names_the_flag_behind_it() {
+        let in_use = worker::Error::AddressInUse(SocketAddr::from(([127, 0, 0, 1], 8080)));
+        assert_eq!(
+            with_flags(&in_use),
+            "cannot listen on 127.0.0.1:8080: address in use by another socket (--reuseport-join shares it)"
+        );
+        let steering = worker::Error::Steering(std::io::Error::other("needs one worker per CPU"));
+        assert_eq!(with_flags(&steering), "--steer cpu: needs one worker per CPU");
+        assert_eq!(with_flags(&worker::Error::NoWorkers), worker::Error::NoWorkers.to_string());
+    }
+
+    #[test]
+    fn zero_workers_is_refused_by_the_flag() {
+        let parsed = |workers| {
+            Flags::try_parse_from(["serve", "--workers", workers]).map(|flags| flags.server.workers)
+        };
+        assert_eq!(parsed("1").expect("one worker"), Some(1));
+        let refused = parsed("0").expect_err("zero workers").to_string();
+        assert!(refused.contains("--workers"), "{refused}");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use super::date::http_date;
 use super::memo::{Head, HeadMemo};
 use super::parse::{Limits, Method, Progress, Status, Version};
 use super::prebuilt::{Body, Persist, Response, Variants};
-use crate::reactor::{Counts, Flow, Io, Protocol, Verdict};
+use crate::reactor::{Counts, Flow, Io, Protocol, Verdict, READ_BUFFER};
 
 /// Answers a connection may have waiting for their delay; then it is not read
 /// until they go, so a client that pipelines cannot grow the worker.
@@ -29,6 +29,27 @@ pub struct HelloConfig {
     /// How long after its request arrived each answer is sent: a backend with
     /// latency, for testing proxies and load balancers. Zero: at once.
     pub delay: Duration,
+}
+
+impl HelloConfig {
+    /// The least [`Config::max_pending_input`](crate::reactor::Config::max_pending_input)
+    /// a loop serving this configuration needs: a head up to `limits.head` is
+    /// [`Hello`]'s to refuse (431), not the loop's to cut, and the loop holds it with
+    /// the rest of a read.
+    ///
+    /// ```
+    /// use percore::http::{HelloConfig, Limits};
+    /// use percore::reactor::Config;
+    ///
+    /// let limits = Limits { head: 2 << 20, ..Limits::default() }; // 2 MiB heads
+    /// let hello = HelloConfig { limits, ..HelloConfig::default() };
+    /// let mut config = Config::default(); // 1 MiB of pending input
+    /// config.max_pending_input = config.max_pending_input.max(hello.pending_input_needed());
+    /// assert!(config.max_pending_input > 2 << 20);
+    /// ```
+    pub fn pending_input_needed(&self) -> usize {
+        self.limits.head + READ_BUFFER
+    }
 }
 
 impl Default for HelloConfig {

@@ -38,7 +38,9 @@ pub struct Config {
     /// Received bytes a connection may hold unconsumed (an incomplete message the
     /// protocol is still waiting to complete); beyond it the connection is closed.
     /// A protocol should refuse sooner with an answer (HTTP: 414, 431); this bounds
-    /// a protocol that does not.
+    /// a protocol that does not. It is checked once the protocol has seen a read
+    /// (64 KiB at most): one that refuses its messages past N bytes itself needs N
+    /// and a read here.
     pub max_pending_input: usize,
 }
 

@@ -23,7 +23,7 @@ const READS_PER_WAKE: usize = 16;
 /// message longer than this reaches `on_data` over several calls; a protocol that
 /// takes larger ones sets [`Config::max_pending_input`](super::config::Config::max_pending_input)
 /// to hold them.
-pub const READ_BUFFER: usize = 64 * 1024;
+pub(crate) const READ_BUFFER: usize = 64 * 1024;
 
 /// A connection and its wire, in the slab.
 #[derive(Debug)]

@@ -33,14 +33,15 @@ mod timers;
 mod wire;
 
 pub use config::{Config, DrainPolicy, IdleTimeout};
-pub use driver::READ_BUFFER;
 pub use event_loop::{Reactor, Returned, Stats};
 pub use harness::Harness;
 pub use io::{ConnId, Io};
-pub use output::{sealed_file, COPY_MAX};
+pub use output::sealed_file;
 pub use protocol::{Closed, Counts, Flow, Protocol, Verdict};
 pub use stop::{DrainOptions, ListenerFate};
 
 pub(crate) use clock::far_future;
+pub(crate) use driver::READ_BUFFER;
+pub(crate) use output::COPY_MAX;
 #[cfg(test)]
 pub(crate) use protocol::Unused;

@@ -17,11 +17,11 @@ use crate::sys::{self, More};
 /// Bytes up to which a body is better copied into each answer ([`Io::write`]) than
 /// referenced ([`Io::write_shared`]): copied, an answer and a pipeline of them stay
 /// one contiguous `send`; larger, a reference saves the copy. The hello server's
-/// prebuilt answers and the load generator's requests both draw the line here.
+/// prebuilt answers draw the line here.
 ///
 /// [`Io::write`]: super::Io::write
 /// [`Io::write_shared`]: super::Io::write_shared
-pub const COPY_MAX: usize = 1024;
+pub(crate) const COPY_MAX: usize = 1024;
 
 /// Slices handed to one `sendmsg`: a head and a body each, for 32 answers.
 const SLICES_PER_SEND: usize = 64;

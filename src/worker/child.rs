@@ -25,10 +25,6 @@ impl Assignment<'_> {
     }
 }
 
-/// Environment variable that makes every worker fail at start, to test how the
-/// master handles a worker that cannot run.
-pub(crate) const FAULT_VARIABLE: &str = "PERCORE_FAULT";
-
 /// How often a worker publishes its live figures.
 const PUBLISH_EVERY: Duration = Duration::from_secs(1);
 
@@ -73,9 +69,6 @@ fn serve<S: Service>(
     }
     if job.options.scheduling == Scheduling::Batch {
         sys::set_batch_scheduling().map_err(WorkerError::Scheduling)?;
-    }
-    if std::env::var_os(FAULT_VARIABLE).is_some_and(|v| v == "worker-start") {
-        return Err(WorkerError::Injected);
     }
     let protocol = service.protocol(config).map_err(WorkerError::Protocol)?;
     let mut reactor = Reactor::new(listener, protocol, job.options.reactor).map_err(WorkerError::Loop)?;

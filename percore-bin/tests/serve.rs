@@ -1,5 +1,6 @@
 //! What a client sees on the wire from `percore serve`.
 
+#[path = "../../tests/util/mod.rs"]
 mod util;
 
 use std::net::TcpListener;
@@ -7,7 +8,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use util::{
-    date_of, percore_bin, request, run_expecting_exit, Client, Method, Response, Server, TempFile, HELLO, OK,
+    date_of, percore_bin, request, run_capturing, run_expecting_exit, Client, Method, Response, Server,
+    TempFile, HELLO, OK,
 };
 
 /// The exact bytes of a 200 response with the given `date` (taken from the
@@ -273,6 +275,14 @@ fn custom_body_from_file() {
 }
 
 #[test]
+fn the_program_names_itself_percore() {
+    // Its package is percore-bin, whose name clap would otherwise take.
+    let run = run_capturing(&percore_bin(), &["--version"]);
+    assert!(run.status.success(), "{run:?}");
+    assert_eq!(run.stdout, format!("percore {}\n", env!("CARGO_PKG_VERSION")));
+}
+
+#[test]
 fn bad_flag_exits_with_status_2() {
     let (status, stderr) = run_expecting_exit(&percore_bin(), &["serve", "--no-such-flag"]);
     assert_eq!(status.code(), Some(2), "stderr:\n{stderr}");
@@ -290,9 +300,11 @@ fn port_in_use_is_a_one_line_error() {
     assert!(!status.success(), "exited successfully; stderr:\n{stderr}");
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(lines.len(), 1, "expected one line on stderr, got {stderr:?}");
-    // Named by the program, with the address and what to do about it.
-    let said = format!("percore: cannot listen on 127.0.0.1:{port}: address in use by another socket");
-    assert!(lines[0].starts_with(&said), "{:?}", lines[0]);
+    // Named by the program, with the address and the flag that shares it.
+    let said = format!(
+        "percore: cannot listen on 127.0.0.1:{port}: address in use by another socket (--reuseport-join shares it)"
+    );
+    assert_eq!(lines[0], said);
     assert_eq!(status.code(), Some(1), "{stderr}");
     drop(holder);
 }

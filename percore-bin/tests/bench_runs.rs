@@ -3,6 +3,7 @@
 //! back here with the hdrhistogram crate's own reader), `percore bench merge` adds
 //! runs up exactly, `--start-at` waits for a wall-clock instant, `--plot` draws.
 
+#[path = "../../tests/util/mod.rs"]
 mod util;
 
 use std::io::{Read, Write};

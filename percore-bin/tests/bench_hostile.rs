@@ -5,6 +5,7 @@
 //! bounded wait, not timed), counts the errors of the right kind, and its memory
 //! stays under 64 MiB (its peak RSS, VmHWM, read from /proc while it runs).
 
+#[path = "../../tests/util/mod.rs"]
 mod util;
 
 use std::io::{Read, Write};

@@ -2,6 +2,7 @@
 //! counted by code, its exit status and why, request bodies and the URL as they go
 //! on the wire, and the option values it refuses as usage errors.
 
+#[path = "../../tests/util/mod.rs"]
 mod util;
 
 use std::io::{Read, Write};

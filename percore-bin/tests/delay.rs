@@ -1,6 +1,7 @@
 //! `--delay`: each answer is sent its delay after its request arrived. On a fake
 //! clock (the protocol in a Harness) for when; on a running server for what.
 
+#[path = "../../tests/util/mod.rs"]
 mod util;
 
 use std::io::Read;

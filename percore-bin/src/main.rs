@@ -52,9 +52,7 @@ fn serve(args: ServeArgs) -> Result<ExitCode, String> {
     }
     let mut options = args.server.options(Opening::ClientSpeaksFirst);
     // A head up to the limit is the protocol's to refuse (431), not the loop's to cut.
-    let read_buffer = percore::reactor::READ_BUFFER;
-    options.reactor.max_pending_input =
-        options.reactor.max_pending_input.max(config.limits.head + read_buffer);
+    options.reactor.max_pending_input = options.reactor.max_pending_input.max(config.pending_input_needed());
     let service = HelloService { config, body_file: args.body_file, sendfile_min: args.sendfile_min };
     Ok(cli::serve(&options, service))
 }

@@ -5,6 +5,7 @@
 //! the pairs, and wrk sees no errors through it. The relay runs one worker, found
 //! on its stderr, so that its memory can be read from /proc.
 
+#[path = "../../tests/util/mod.rs"]
 mod util;
 
 use std::io::{ErrorKind, Read, Write};

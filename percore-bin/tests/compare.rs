@@ -5,6 +5,7 @@
 //! table and the plot; and its errors, usage (exit 2) and at run time (exit 1),
 //! the rounds completed being reported even then.
 
+#[path = "../../tests/util/mod.rs"]
 mod util;
 
 use std::thread;

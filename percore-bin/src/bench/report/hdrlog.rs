@@ -285,7 +285,7 @@ mod tests {
     #[test]
     fn a_histogram_claiming_a_4_gib_payload_is_refused_without_allocating_it() {
         let path = temp_path("payload");
-        std::fs::write(&path.0, include_str!("../../../fuzz/seeds/hdrlog/histogram-claiming-4-gib"))
+        std::fs::write(&path.0, include_str!("../../../../fuzz/seeds/hdrlog/histogram-claiming-4-gib"))
             .expect("written");
         let error = read(&path.0).expect_err("refused");
         let refused =
@@ -299,7 +299,7 @@ mod tests {
     #[test]
     fn a_report_of_more_seconds_than_its_intervals_cover_is_refused() {
         let path = temp_path("seconds");
-        let log = include_str!("../../../fuzz/seeds/hdrlog/run-claiming-a-billion-seconds");
+        let log = include_str!("../../../../fuzz/seeds/hdrlog/run-claiming-a-billion-seconds");
         std::fs::write(&path.0, log).expect("written");
         let error = read(&path.0).expect_err("refused");
         let damaged =

@@ -1,5 +1,6 @@
 //! The `echo` example returns every byte it receives, in order.
 
+#[path = "../../tests/util/mod.rs"]
 mod util;
 
 use std::io::{Read, Write};

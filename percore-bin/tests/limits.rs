@@ -3,6 +3,7 @@
 //! connections at once. Worker state is read from /proc, so most tests run one
 //! worker (`--workers 1`) and find its pid on the server's stderr.
 
+#[path = "../../tests/util/mod.rs"]
 mod util;
 
 use std::io::{self, BufReader, ErrorKind, Read, Write};

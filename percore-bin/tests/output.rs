@@ -3,6 +3,7 @@
 //! bytes already sent; a shared body is referenced by each connection, not copied, and
 //! arrives byte for byte, to many readers at once and past one sendmsg's 64 pieces.
 
+#[path = "../../tests/util/mod.rs"]
 mod util;
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -18,6 +19,10 @@ use util::{
 };
 
 const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+
+/// The size up to which the server copies a body into each answer, past which it
+/// references it (the library's threshold, which it keeps to itself).
+const COPY_MAX: usize = 1024;
 
 /// `percore serve --workers 1` plus `extra` flags, and the pid of its worker.
 fn one_worker(extra: &[&str]) -> (Server, u32) {
@@ -288,7 +293,7 @@ fn a_hundred_pipelined_answers_one_byte_over_the_copy_limit_arrive_whole_and_in_
     const ANSWERS: usize = 100;
     // One byte over COPY_MAX: each answer is its head, copied, and a reference to the
     // body; 100 answers are 200 pieces, more than one sendmsg's 64.
-    let body = pattern(12, percore::reactor::COPY_MAX + 1);
+    let body = pattern(12, COPY_MAX + 1);
     let file = TempFile::with_contents(&body);
     let (server, _) = one_worker(&["--body-file", file.path(), "--sendfile-min", "off"]);
     // A small window and small segments (a small send buffer on the server's side):

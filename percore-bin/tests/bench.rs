@@ -4,6 +4,7 @@
 //! and the options are in bench_report.rs; servers that attack it in
 //! bench_hostile.rs; Ctrl-C, the interval log and its merge in bench_runs.rs.
 
+#[path = "../../tests/util/mod.rs"]
 mod util;
 
 use std::io::{Read, Write};

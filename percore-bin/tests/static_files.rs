@@ -7,6 +7,7 @@
 //! wrk sees no errors. Each test serves a directory of its own under the temporary
 //! directory, removed when the test ends, however it ends.
 
+#[path = "../../tests/util/mod.rs"]
 mod util;
 
 use std::io::{ErrorKind, Read, Write};

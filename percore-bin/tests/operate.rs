@@ -3,6 +3,7 @@
 //! workers killed again and again, operator values at their limits, and a body
 //! that trickles.
 
+#[path = "../../tests/util/mod.rs"]
 mod util;
 
 use std::io::{ErrorKind, Read, Write};
@@ -234,6 +235,7 @@ fn limits_that_would_wrap_are_usage_errors() {
         ["--max-request-line", "18446744073709551615"],
         ["--max-conns", "18446744073709551615"],
         ["--max-header-bytes", "0"],
+        ["--workers", "0"],
     ] {
         let run = run_capturing(&percore_bin(), &[&["serve", "--port", "0"], &flags[..]].concat());
         assert_eq!(run.status.code(), Some(2), "{flags:?} must be a usage error:\n{}", run.stderr);

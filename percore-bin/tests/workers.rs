@@ -1,6 +1,7 @@
 //! `percore serve` as processes: a master and one pinned worker per CPU, their
 //! restarts, their graceful and immediate stops, and `percore tune`.
 
+#[path = "../../tests/util/mod.rs"]
 mod util;
 
 use std::collections::BTreeSet;
@@ -9,9 +10,9 @@ use std::time::Duration;
 
 use util::{
     children_of, cpu_ticks, cpus_allowed, is_running, percore_bin, proc_state, request, run_capturing,
-    run_expecting_exit, run_expecting_exit_with_env, signal, signal_pending, stat_fields, stopped_lines,
-    try_signal, wait_until, worker_lines, Client, Method, Response, Resume, Server, StoppedLine, WorkerLine,
-    HELLO, OK, SIGTERM, WAIT,
+    run_expecting_exit, signal, signal_pending, stat_fields, stopped_lines, try_signal, wait_until,
+    worker_lines, Client, Method, Response, Resume, Server, StoppedLine, WorkerLine, HELLO, OK, SIGTERM,
+    WAIT,
 };
 
 /// `percore serve` with the waits for its worker lines and its exit that these tests
@@ -472,17 +473,6 @@ fn the_shutdown_timeout_closes_what_is_left_and_the_stop_is_still_graceful() {
 }
 
 #[test]
-fn worker_failing_at_start_makes_the_master_give_up() {
-    let env = [("PERCORE_FAULT", "worker-start")];
-    let (status, stderr) =
-        run_expecting_exit_with_env(&percore_bin(), &serve_args(&[]), &env, Duration::from_secs(20));
-    assert_eq!(status.code(), Some(1), "exit status {status}; stderr:\n{stderr}");
-    assert!(stderr.contains("giving up"), "stderr:\n{stderr}");
-    let restarts = stderr.lines().filter(|l| l.contains("restarting in")).count();
-    assert!((1..10).contains(&restarts), "{restarts} restarts; stderr:\n{stderr}");
-}
-
-#[test]
 fn sigkilled_master_leaves_no_worker() {
     let mut server = Percore::start(&["--workers", "2"]);
     let pids: Vec<u32> = server.workers(2).iter().map(|w| w.pid).collect();
@@ -547,7 +537,7 @@ fn tune_reports_every_setting_of_sysctl_conf() {
     assert!(!names.is_empty(), "no settings found in {path}");
 
     let run = run_capturing(&percore_bin(), &["tune"]);
-    // 1 when a setting is below its recommendation (tests/operate.rs checks which).
+    // 1 when a setting is below its recommendation (operate.rs checks which).
     assert!(matches!(run.status.code(), Some(0 | 1)), "{run:?}");
     let rows: Vec<&str> = run.stdout.lines().filter_map(|line| line.split_whitespace().next()).collect();
     for name in names {

@@ -2,6 +2,7 @@
 //! the flags of `percore serve`, and `redis_ping` with raw RESP and with the stock
 //! `redis-cli` where it is installed.
 
+#[path = "../../tests/util/mod.rs"]
 mod util;
 
 use std::io::{Read, Write};

@@ -4,6 +4,7 @@
 //! connections queued, systemd's socket activation, the live figures, and steering
 //! connections to the CPU that received them.
 
+#[path = "../../tests/util/mod.rs"]
 mod util;
 
 use std::io::{BufReader, ErrorKind, Read, Write};

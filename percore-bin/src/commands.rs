@@ -10,8 +10,9 @@ use crate::bench::args::BenchArgs;
 use crate::units::{parse_duration, parse_size, size_within};
 
 /// percore: a per-core HTTP/1.1 hello server on an edge-triggered epoll loop.
+// Named, as its package is percore-bin; the about line is the package's description.
 #[derive(Debug, Parser)]
-#[command(version, about, long_about = None)]
+#[command(name = "percore", version, about, long_about = None)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

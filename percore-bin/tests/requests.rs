@@ -1,6 +1,7 @@
 //! Requests `percore serve` refuses, and the irregular ones it tolerates, as a
 //! client sees them on the wire.
 
+#[path = "../../tests/util/mod.rs"]
 mod util;
 
 use std::panic::{self, AssertUnwindSafe};

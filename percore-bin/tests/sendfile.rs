@@ -7,6 +7,7 @@
 //! Each body is a stream of bytes that never repeats, so that a byte sent from the
 //! wrong offset, twice or not at all shows as a difference where it happened.
 
+#[path = "../../tests/util/mod.rs"]
 mod util;
 
 use std::io::{ErrorKind, Read, Write};

@@ -1,6 +1,7 @@
 //! The `smtp_sink` example: a server-first protocol on the loop. Raw sessions for
 //! each reply the RFC asks for, then the real clients: Python's smtplib and swaks.
 
+#[path = "../../tests/util/mod.rs"]
 mod util;
 
 use std::io::{BufRead, BufReader, Write};
