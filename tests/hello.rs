@@ -46,10 +46,10 @@ fn answers_and_refusals_are_counted() {
     let mut harness = hello(HelloConfig::default());
     assert_eq!(harness.protocol().counts(), Counts::default());
     harness.data(&GET.repeat(2));
-    assert_eq!(harness.protocol().counts(), Counts { requests: 2, errors: 0 });
+    assert_eq!(harness.protocol().counts(), Counts { requests: 2, refused: 0 });
     let verdict = harness.data(b"G(T / HTTP/1.1\r\n\r\n");
     assert_eq!(verdict.flow, Flow::Close, "a refusal closes");
-    assert_eq!(harness.protocol().counts(), Counts { requests: 3, errors: 1 }, "a refusal is an answer too");
+    assert_eq!(harness.protocol().counts(), Counts { requests: 3, refused: 1 }, "a refusal is an answer too");
 }
 
 #[test]

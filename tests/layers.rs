@@ -1,8 +1,10 @@
 //! The layers DESIGN.md draws, checked against the code: every module of the library
 //! (`src/`) and of the `percore` binary (`percore-bin/src/`) uses only the layers its
 //! row of DESIGN.md's table says it may ("Layers"), each row's modules are in the
-//! crate the row names, and no two files of one directory use each other, directly
-//! or round a longer circle.
+//! crate the row names, no two files of one directory use each other, directly or
+//! round a longer circle, and no file reaches into the module that declares it (its
+//! `mod.rs`, `lib.rs` or `main.rs`) for an item of that file's own: a file uses its
+//! siblings, and its parent only declares and re-exports them.
 //!
 //! What counts as a use: a path `crate::NAME` or `percore::NAME` (the binary's files
 //! reach the library by its name) outside comments, in the code each file builds
@@ -291,4 +293,71 @@ fn circles_in(krate: Crate) -> Vec<String> {
         }
     }
     found
+}
+
+/// The first segment of each path a file's code names after `prefix`: after
+/// `super::`, the name itself, and inside `super::{...}`, the first segment of each
+/// path of the group.
+fn first_segments_after(code: &str, prefix: &str) -> BTreeSet<String> {
+    // A path's start: `super::super::x` names the grandparent's `x`, not a parent's.
+    let starts = |at: usize| !code[..at].ends_with("::");
+    let mut names: BTreeSet<String> = code
+        .match_indices(prefix)
+        .filter(|&(at, _)| starts(at))
+        .flat_map(|(at, _)| names_after(&code[at..], prefix).next())
+        .map(str::to_string)
+        .collect();
+    let group_start = format!("{prefix}{{");
+    for (at, _) in code.match_indices(&group_start).filter(|&(at, _)| starts(at)) {
+        let group = &code[at + group_start.len()..];
+        let (mut depth, mut item_start) = (1, 0);
+        for (i, c) in group.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' | ',' if depth == 1 => {
+                    let item = group[item_start..i].trim();
+                    let end = item.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(item.len());
+                    if end > 0 {
+                        names.insert(item[..end].to_string());
+                    }
+                    item_start = i + 1;
+                    if c == '}' {
+                        break;
+                    }
+                }
+                '}' => depth -= 1,
+                _ => {}
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn no_file_reaches_into_the_module_that_declares_it() {
+    let mut found = Vec::new();
+    for krate in Crate::ALL {
+        let files = rust_files(krate.sources());
+        let by_dir = siblings(&files);
+        for path in &files {
+            let own = path.file_stem().expect("a name").to_string_lossy().to_string();
+            if matches!(own.as_str(), "mod" | "lib" | "main") {
+                continue;
+            }
+            let dir = path.parent().expect("a directory");
+            let names = by_dir.get(dir).cloned().unwrap_or_default();
+            let code = code_of(path);
+            let mut used = first_segments_after(&code, "super::");
+            if dir != krate.sources() {
+                // `crate::reactor::Item` from inside reactor/ is the parent's item too.
+                used.extend(first_segments_after(&code, &path_through(krate, dir)));
+            }
+            for name in used {
+                if !names.contains(&name) && name != "super" {
+                    found.push(format!("{} uses {name} of the module that declares it", path.display()));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "files that reach into their parent module:\n{}", found.join("\n"));
 }

@@ -23,7 +23,7 @@ use std::time::Instant;
 
 use percore::listen::Opening;
 use percore::reactor::{Counts, Io, Protocol, Verdict};
-use percore::worker::{self, Event, Options, Service, Stopped};
+use percore::worker::{self, Event, Options, Outcome, Service};
 use util::WAIT;
 
 /// Set in the environment of the copy of this program that serves.
@@ -51,7 +51,7 @@ impl Protocol for LineLength {
             consumed += end + 1;
             self.counts.requests += 1;
             if line.len() > self.longest {
-                self.counts.errors += 1;
+                self.counts.refused += 1;
                 io.write(b"too long\r\n");
             } else {
                 io.write(format!("{}\r\n", line.len()).as_bytes());
@@ -105,13 +105,13 @@ fn serve() -> ExitCode {
         Event::Listening(addr) => println!("listening {addr}"),
         Event::Started { pid, .. } => println!("worker {pid}"),
         Event::Stopped { stats, counts, .. } => println!(
-            "stopped: {} accepted, {} requests, {} errors",
-            stats.accepted, counts.requests, counts.errors
+            "stopped: {} accepted, {} failed, {} requests, {} refused",
+            stats.accepted, stats.failed, counts.requests, counts.refused
         ),
         other => println!("event {other:?}"),
     };
     match worker::run(&options, Lengths, report) {
-        Ok(Stopped::Gracefully) => ExitCode::SUCCESS,
+        Ok(Outcome::Gracefully) => ExitCode::SUCCESS,
         Ok(stopped) => {
             eprintln!("server: {stopped}");
             ExitCode::from(3)
@@ -128,7 +128,7 @@ fn serve() -> ExitCode {
 const SENT: [&[u8]; 2] = [b"hello\r\nPING\r\n\r\nab", b"cd\r\na line far too long\r\n"];
 const ANSWER: &[u8] = b"5\r\n4\r\n0\r\n4\r\ntoo long\r\n";
 /// The worker's last line once the connection closed and the master got SIGTERM.
-const STOPPED: &str = "stopped: 1 accepted, 5 requests, 1 errors";
+const STOPPED: &str = "stopped: 1 accepted, 0 failed, 5 requests, 1 refused";
 
 /// The test: start the server, talk to it, stop it, check it is gone.
 fn check() -> Result<(), String> {

@@ -158,7 +158,8 @@ fn usr1_shows_each_workers_figures_and_a_retired_worker_leaves_its_place_to_the_
     for _ in 0..3 {
         assert_eq!(client.get("/").status_line, OK);
     }
-    let figures = format!("pid {} cpu {}: 1 connections, 1 open, 3 requests, 0 errors", old.pid, old.cpu);
+    let figures =
+        format!("pid {} cpu {}: 1 connections, 1 open, 0 failed, 3 requests, 0 refused", old.pid, old.cpu);
     live_line_when(&server, &figures, |line| line.ends_with(&figures));
     // Half a request keeps the old worker draining once it retires.
     client.send(b"GET / HTTP/1.1\r\nHost: a\r\n");

@@ -528,7 +528,7 @@ fn a_reload_while_a_client_pipelines_answers_every_request_read_then_closes_clea
     let stderr = server.wait_stderr_closed(WAIT).replace(" retired: ", " stopped: ");
     let counts = |pid: u32| {
         let line = stopped_lines(&stderr).into_iter().find(|line| line.worker.pid == pid);
-        line.map(|line| (line.connections, line.requests, line.errors))
+        line.map(|line| (line.connections, line.requests, line.failed + line.refused))
     };
     let answers = answers as u64;
     assert_eq!(counts(old), Some((1, answers, 0)), "the old worker's totals:\n{stderr}");

@@ -161,7 +161,7 @@ fn two_workers_pinned_share_connections_and_stop_gracefully() {
             .unwrap_or_else(|| panic!("no stopped line for {worker:?} in {stopped:?}"));
         // The kernel hashes each connection to one of the two listeners.
         assert!(line.requests > 0, "{worker:?} answered no request: {line:?}");
-        assert_eq!(line.errors, 0, "{line:?}");
+        assert_eq!((line.failed, line.refused), (0, 0), "{line:?}");
     }
     let requests: u64 = stopped.iter().map(|s| s.requests).sum();
     let connections: u64 = stopped.iter().map(|s| s.connections).sum();
@@ -271,7 +271,7 @@ fn connection_queued_while_worker_is_dead_is_answered_after_restart() {
     let server = Percore::start(&["--workers", "1"]);
     let worker = server.workers(1)[0];
 
-    // Stopped, the master cannot reap or restart the worker yet.
+    // Outcome, the master cannot reap or restart the worker yet.
     signal(server.pid(), "STOP");
     let resume = Resume(server.pid());
     signal(worker.pid, "KILL");

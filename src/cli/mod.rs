@@ -16,7 +16,7 @@ use crate::listen::{ListenOptions, Opening};
 use crate::reactor::{Config, Protocol};
 use clap::builder::{PossibleValue, RangedU64ValueParser};
 
-use crate::worker::{self, Options, Pinning, PortSharing, Scheduling, Service, Steering, Stopped};
+use crate::worker::{self, Options, Outcome, Pinning, PortSharing, Scheduling, Service, Steering};
 pub use print::say;
 
 /// Connections per worker when `--max-connections` is not given, if the open-file limit
@@ -251,15 +251,15 @@ fn fit_connections(asked: Option<u64>, limit: u64) -> (u64, Option<String>) {
     (asked, warning)
 }
 
-impl Stopped {
+impl Outcome {
     /// The exit status for a server that stopped this way: 0 after a graceful stop,
     /// 130 (as after Ctrl-C) when a second SIGINT cut it short, 1 when a worker kept
     /// dying or did not stop cleanly.
     pub fn exit_code(&self) -> ExitCode {
         match self {
-            Stopped::Gracefully | Stopped::Upgraded => ExitCode::SUCCESS,
-            Stopped::AtOnce => ExitCode::from(130),
-            Stopped::GaveUp { .. } | Stopped::Unclean { .. } => ExitCode::FAILURE,
+            Outcome::Gracefully | Outcome::Upgraded => ExitCode::SUCCESS,
+            Outcome::AtOnce => ExitCode::from(130),
+            Outcome::GaveUp { .. } | Outcome::Unclean { .. } => ExitCode::FAILURE,
         }
     }
 }
@@ -308,7 +308,7 @@ pub fn plan_or_exit(cpus: Option<&CpuList>, count: Option<usize>) -> Vec<usize> 
 /// ```
 pub fn serve<S: Service>(options: &Options, service: S) -> ExitCode {
     match worker::run(options, service, |event| print::event(&event)) {
-        Ok(stopped) => stopped.exit_code(),
+        Ok(outcome) => outcome.exit_code(),
         Err(error) => {
             say(format_args!("{}: {}", program_name(), with_flags(&error)));
             ExitCode::FAILURE

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::date::http_date;
 use super::memo::{Head, HeadMemo};
-use super::parse::{Limits, Method, Progress, Status, Version};
+use super::parse::{Limits, Method, Parsed, Progress, Version};
 use super::prebuilt::{Body, Persist, Response, Variants};
 use crate::reactor::{Counts, Flow, Io, Protocol, Verdict, READ_BUFFER};
 
@@ -191,7 +191,7 @@ impl Hello {
 
     /// Refuses the request with `code`, which closes the connection.
     fn refuse(&mut self, conn: &mut HelloConn, code: u16, at: usize, io: &mut Io<'_>) -> Verdict {
-        self.counts.errors += 1;
+        self.counts.refused += 1;
         let answer = Answer {
             kind: Kind::Error(code),
             version: Version::Http11,
@@ -245,12 +245,12 @@ impl Protocol for Hello {
                     head
                 }
                 None => match conn.progress.parse(&input[at..], &self.limits) {
-                    Ok(Status::Complete(request)) => {
+                    Ok(Parsed::Complete(request)) => {
                         let head = Head::of(&request);
                         self.memo.remember(&input[at..], head);
                         head
                     }
-                    Ok(Status::Partial) => return Verdict::keep(at),
+                    Ok(Parsed::Partial) => return Verdict::keep(at),
                     Err(e) => return self.refuse(conn, e.status(), at, io),
                 },
             };

@@ -15,7 +15,7 @@ mod syntax;
 
 pub use date::{http_date, DATE_LEN};
 pub use hello::{Hello, HelloConfig, HelloConn};
-pub use parse::{parse, Error, Limits, Method, Progress, Request, Status, Version};
+pub use parse::{parse, Error, Limits, Method, Parsed, Progress, Request, Version};
 pub use prebuilt::Body;
 pub use response::{BodyKind, Framed, ResponseHead, ResponseReader, Stream};
 pub use response_error::ResponseError;

@@ -192,7 +192,7 @@ pub struct Counts {
     /// Requests answered, refusals included.
     pub requests: u64,
     /// Requests refused as malformed or over a limit.
-    pub errors: u64,
+    pub refused: u64,
 }
 
 /// A protocol that consumes what it is given and answers nothing: for the unit tests

@@ -29,6 +29,7 @@ macro_rules! syscall {
 mod file;
 mod handoff;
 mod process;
+mod retry;
 mod shared;
 mod splice;
 mod timer;
@@ -39,6 +40,7 @@ pub use process::{
     fork, kill, pipe, raise_nofile_limit, reap_child, set_batch_scheduling, set_parent_death_signal,
     thread_count, Exit, Forked, SignalFd,
 };
+use retry::restarting;
 pub use shared::SharedCounters;
 pub use splice::Pipe;
 pub use timer::TimerFd;
@@ -200,16 +202,6 @@ pub fn accept(listener: BorrowedFd<'_>) -> io::Result<OwnedFd> {
     let fd = restarting(|| unsafe { syscall!(accept4(listener.as_raw_fd(), no_addr, no_len, flags)) })?;
     // SAFETY: accept4 returned a new descriptor that nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// Makes `call` again while it fails with `EINTR`.
-fn restarting<T>(mut call: impl FnMut() -> io::Result<T>) -> io::Result<T> {
-    loop {
-        match call() {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            result => return result,
-        }
-    }
 }
 
 /// What a failed `accept4` means for the loop (accept(2), "Error handling").

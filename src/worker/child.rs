@@ -6,8 +6,11 @@
 use std::net::TcpListener;
 use std::time::Duration;
 
-use super::live::Board;
-use super::{Event, Options, Pinning, Scheduling, Service, WorkerError};
+use super::error::WorkerError;
+use super::event::Event;
+use super::live::SharedLive;
+use super::options::{Options, Pinning, Scheduling};
+use super::service::Service;
 use crate::reactor::{DrainOptions, ListenerFate, Protocol, Reactor, Returned};
 use crate::sys::{self, SignalFd, TimerFd};
 
@@ -16,7 +19,7 @@ pub(crate) struct Assignment<'a> {
     pub(crate) index: usize,
     pub(crate) master_pid: u32,
     pub(crate) options: &'a Options,
-    pub(crate) board: &'a Board,
+    pub(crate) shared: &'a SharedLive,
 }
 
 impl Assignment<'_> {
@@ -78,7 +81,7 @@ fn serve<S: Service>(
     let mut retired = false;
     while reactor.run().map_err(WorkerError::Loop)? == Returned::Control {
         if publish_timer.read().map_err(WorkerError::Loop)? > 0 && !retired {
-            job.board.publish(job.index, reactor.stats(), reactor.protocol().counts());
+            job.shared.publish(job.index, reactor.stats(), reactor.protocol().counts());
         }
         match on_signals(&signals, &mut reactor, job.options)? {
             Signalled::Nothing => {}

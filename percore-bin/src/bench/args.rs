@@ -11,7 +11,7 @@ use percore::http::is_token;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
-use super::report::{Report, Tally};
+use super::report::{Report, RunCounts};
 use super::target::Target;
 use crate::units::{duration_within, size_within};
 
@@ -326,7 +326,7 @@ impl FailOn {
     }
 
     /// [`check`](FailOn::check) on counts alone (a comparison's, over its rounds).
-    pub fn check_counts(self, counts: &Tally) -> Result<(), String> {
+    pub fn check_counts(self, counts: &RunCounts) -> Result<(), String> {
         let (errors, status) = (counts.errors.total(), counts.status.failed());
         let failed = match self {
             FailOn::Any => errors.saturating_add(status),

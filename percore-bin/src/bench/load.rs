@@ -21,7 +21,7 @@ use hdrhistogram::Histogram;
 use percore::http::{Framed, Method, ResponseReader, Stream};
 use percore::reactor::{Closed, ConnId, Flow, Io, Protocol, Verdict};
 
-use super::report::{new_histogram, Tally};
+use super::report::{new_histogram, RunCounts};
 use super::target::Request;
 
 /// What one thread sends and how.
@@ -93,7 +93,7 @@ pub struct Load {
     plan: Plan,
     /// Requests this thread may still send.
     budget: u64,
-    pub counts: Tally,
+    pub counts: RunCounts,
     /// Latencies of the responses since the driver last took them (once a second).
     pub latency: Histogram<u64>,
     /// Requests sent and not answered (nor lost with their connection).
@@ -119,7 +119,7 @@ impl Load {
         Load {
             plan,
             budget,
-            counts: Tally::default(),
+            counts: RunCounts::default(),
             latency: new_histogram(),
             in_flight: 0,
             closed: 0,

@@ -68,7 +68,7 @@ fn max_seconds(duration: Duration) -> usize {
 mod tests {
     use super::super::report::hdrlog::Interval;
     use super::super::report::json::Logged;
-    use super::super::report::{new_histogram, Mode, RunInfo, Stop, Tally};
+    use super::super::report::{new_histogram, Mode, RunCounts, RunInfo, Stop};
     use super::*;
 
     fn log(started_at: SystemTime, latencies: &[&[u64]], status: u16) -> LoggedRun {
@@ -82,7 +82,7 @@ mod tests {
             stop: Stop::After(Duration::from_secs(2)),
             timeout: Duration::from_secs(10),
         };
-        let mut counts = Tally::default();
+        let mut counts = RunCounts::default();
         let mut intervals = Vec::new();
         for (i, second) in latencies.iter().enumerate() {
             let mut latency = new_histogram();

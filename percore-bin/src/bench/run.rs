@@ -14,7 +14,7 @@ use percore::reactor::{Config, Reactor};
 use super::collect::{Collector, Tick};
 use super::load::{Load, Plan, Schedule};
 use super::report::hdrlog::LogWriter;
-use super::report::{new_histogram, Mode, Report, RunInfo, Stop, Tally};
+use super::report::{new_histogram, Mode, Report, RunCounts, RunInfo, Stop};
 use super::target::{Request, Target};
 
 /// The longest a loop waits without looking at the clock and the Ctrl-C flag: the
@@ -188,7 +188,7 @@ impl Job {
 
     /// Runs the thread's loop; its last second is sent whatever ends it, so that the
     /// collector never waits for a thread that is gone.
-    fn run(self, ticks: &Sender<Tick>, interrupted: &AtomicBool) -> Result<Tally, String> {
+    fn run(self, ticks: &Sender<Tick>, interrupted: &AtomicBool) -> Result<RunCounts, String> {
         if let Some(cpu) = self.cpu {
             core_affinity::set_for_current(core_affinity::CoreId { id: cpu });
         }

@@ -4,6 +4,7 @@
 //! known; and a verdict on each target against the first (the baseline) from the
 //! per-round ratios (see [`stats`]).
 
+mod comparison;
 mod output;
 mod plot;
 mod process;
@@ -14,86 +15,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant, SystemTime};
 
 use super::args::CompareArgs;
-use super::report::{LatencySummary, Report, Stop, Tally, PERCENTILES};
+use super::report::{LatencySummary, Report, RunCounts, Stop, PERCENTILES};
 use super::run::{self, BenchOptions, Outputs};
 use super::target::Target;
+use comparison::{Compared, Comparison, Measured, Round};
 use process::Server;
-
-/// One target: its name, where its load goes, whose CPU is read, what runs before
-/// each of its rounds.
-#[derive(Debug)]
-pub struct Compared {
-    pub name: String,
-    pub options: BenchOptions,
-    pub pid: Option<u32>,
-    prepare: Option<String>,
-}
-
-/// What one load of one target measured.
-#[derive(Clone, Debug)]
-pub struct Measured {
-    /// The target's index in the comparison.
-    pub target: usize,
-    pub responses: u64,
-    pub errors: u64,
-    /// The load's time, as its report gives it.
-    pub seconds: f64,
-    /// The time the load took from start to end, threads started and stopped: the
-    /// window the CPU figures are read over.
-    pub wall: f64,
-    pub p50_us: u64,
-    pub p99_us: u64,
-    /// Seconds of CPU the target's server used over the load, when its pid is known.
-    pub server_cpu: Option<f64>,
-    /// Seconds of CPU this process (the load generator) used over the load.
-    pub client_cpu: f64,
-}
-
-impl Measured {
-    pub fn per_second(&self) -> f64 {
-        self.responses as f64 / self.seconds.max(f64::MIN_POSITIVE)
-    }
-
-    /// Microseconds of server CPU per response.
-    pub fn server_us(&self) -> Option<f64> {
-        self.server_cpu.filter(|_| self.responses > 0).map(|cpu| cpu * 1e6 / self.responses as f64)
-    }
-
-    /// Microseconds of the load generator's CPU per response.
-    pub fn client_us(&self) -> Option<f64> {
-        (self.responses > 0).then(|| self.client_cpu * 1e6 / self.responses as f64)
-    }
-
-    /// The server's CPU over the load's time: 1.0 is one CPU kept busy throughout.
-    pub fn server_share(&self) -> Option<f64> {
-        self.server_cpu.map(|cpu| cpu / self.wall.max(f64::MIN_POSITIVE))
-    }
-}
-
-/// A round: the order its targets were loaded in, and what each measured (in that
-/// order).
-#[derive(Clone, Debug)]
-pub struct Round {
-    pub order: Vec<usize>,
-    pub measured: Vec<Measured>,
-}
-
-impl Round {
-    pub fn of(&self, target: usize) -> Option<&Measured> {
-        self.measured.iter().find(|m| m.target == target)
-    }
-}
-
-/// A comparison as it ran: the rounds complete, and why it stopped early, if it did.
-#[derive(Debug)]
-pub struct Comparison {
-    pub targets: Vec<Compared>,
-    pub seed: u64,
-    pub rounds: Vec<Round>,
-    /// Every load's counts (warm-ups aside), added: what --fail-on judges.
-    pub counts: Tally,
-    pub stopped: Option<String>,
-}
 
 pub fn run(args: &CompareArgs) -> Result<(), String> {
     let interrupted = super::on_ctrl_c().map_err(|e| format!("cannot handle Ctrl-C: {e}"))?;
@@ -102,7 +28,7 @@ pub fn run(args: &CompareArgs) -> Result<(), String> {
         SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |t| t.as_secs())
     });
     let mut comparison =
-        Comparison { targets, seed, rounds: Vec::new(), counts: Tally::default(), stopped: None };
+        Comparison { targets, seed, rounds: Vec::new(), counts: RunCounts::default(), stopped: None };
     if let Err(e) = rounds(&mut comparison, args, &interrupted) {
         comparison.stopped = Some(e);
     } else if interrupted.load(Ordering::Relaxed) {
@@ -227,7 +153,7 @@ fn load(
     target: &Compared,
     options: &BenchOptions,
     interrupted: &AtomicBool,
-) -> Result<Option<(Measured, Tally)>, String> {
+) -> Result<Option<(Measured, RunCounts)>, String> {
     let gone = |pid| format!("{}: its server (pid {pid}) is gone", target.name);
     let server_before = target.pid.map(|pid| process::tree_cpu(pid).ok_or_else(|| gone(pid))).transpose()?;
     let (client_before, began) = (process::own_cpu(), Instant::now());

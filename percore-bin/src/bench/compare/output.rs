@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Value};
 
+use super::comparison::{Comparison, Measured};
 use super::stats::{self, Direction};
-use super::{Comparison, Measured};
 use crate::bench::args::CompareArgs;
 
 /// The JSON report's format tag; its fields are documented in docs/bench.md.

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
+use super::comparison::Comparison;
 use super::output::{lead_figure, Figure};
-use super::Comparison;
 
 const SIZE: (u32, u32) = (900, 500);
 const FONT: &str = "sans-serif";

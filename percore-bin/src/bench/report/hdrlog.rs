@@ -19,8 +19,8 @@ use hdrhistogram::serialization::interval_log::{IntervalLogIterator, IntervalLog
 use hdrhistogram::serialization::{Deserializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 
+use super::figures::{add_histogram, new_histogram, Report};
 use super::json::{self, Logged};
-use super::{add_histogram, new_histogram, Report};
 
 /// What starts the comment that holds the run's JSON report.
 const REPORT_COMMENT: &str = "percore-bench-report ";

@@ -11,7 +11,8 @@ use serde_json::{json, Map, Value};
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
-use super::{Errors, LatencySummary, Mode, Report, RunInfo, Stop, Tally, PERCENTILES};
+use super::figures::{Errors, LatencySummary, Report, RunCounts, PERCENTILES};
+use super::run_info::{Mode, RunInfo, Stop};
 
 /// The `format` of the objects written here.
 pub const FORMAT: &str = "percore-bench/1";
@@ -94,7 +95,7 @@ pub struct Logged {
     pub started_at: SystemTime,
     pub duration: Duration,
     pub interrupted: bool,
-    pub counts: Tally,
+    pub counts: RunCounts,
 }
 
 impl Logged {
@@ -108,7 +109,7 @@ impl Logged {
         let duration = Duration::try_from_secs_f64(value.get("duration_s")?.as_f64()?).ok()?;
         let errors = value.get("errors")?;
         let count = |key: &str| errors.get(key)?.as_u64();
-        let mut counts = Tally {
+        let mut counts = RunCounts {
             requests: value.get("requests")?.as_u64()?,
             bytes_read: value.get("bytes_read")?.as_u64()?,
             errors: Errors {
@@ -118,7 +119,7 @@ impl Logged {
                 timeout: count("timeout")?,
                 parse: count("parse")?,
             },
-            ..Tally::default()
+            ..RunCounts::default()
         };
         for (code, n) in value.get("status")?.as_object()? {
             counts.status.add(code.parse().ok()?, n.as_u64()?);

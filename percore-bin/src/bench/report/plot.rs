@@ -7,8 +7,8 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
+use super::figures::{Report, PERCENTILES};
 use super::run_info::{trimmed, Number};
-use super::{Report, PERCENTILES};
 
 const SIZE: (u32, u32) = (900, 760);
 const FONT: &str = "sans-serif";

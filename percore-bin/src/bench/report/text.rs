@@ -4,8 +4,8 @@
 
 use std::fmt;
 
+use super::figures::{LatencySummary, Report, PERCENTILES};
 use super::run_info::Seconds;
-use super::{LatencySummary, Report, PERCENTILES};
 
 /// Width of the labels, so that the values line up.
 const LABEL_WIDTH: usize = 17;
