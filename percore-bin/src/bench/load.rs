@@ -409,6 +409,43 @@ mod tests {
         }
     }
 
+    /// Frames 100,000 pipelined answers of `percore serve` in reads of 16 KiB, as the
+    /// loop hands them in (what a read left unconsumed comes again with the next):
+    /// the load generator's CPU per response, counted in instructions, which are
+    /// deterministic where time is not:
+    ///
+    /// ```sh
+    /// cargo test --release -p percore-bin --bin percore --no-run  # names the binary
+    /// valgrind --tool=callgrind --collect-atstart=no \
+    ///     --toggle-collect='percore::bench::load::Load::frame' target/release/deps/percore-HASH \
+    ///     --ignored --exact bench::load::tests::framing_a_pipeline_of_hello_answers
+    /// ```
+    ///
+    /// counts only what `Load::frame` runs (the response parse, and the histogram and
+    /// clock of each answer): its "I refs" over 100,000 are the instructions per response.
+    #[test]
+    #[ignore = "a measurement, to run under callgrind"]
+    fn framing_a_pipeline_of_hello_answers() {
+        const ANSWERS: usize = 100_000;
+        const READ: usize = 16 * 1024;
+        let answer = b"HTTP/1.1 200 OK\r\nServer: percore\r\nDate: Mon, 30 Nov 2026 10:00:00 GMT\r\n\
+            Content-Type: text/plain\r\nContent-Length: 14\r\n\r\nhello, world!\n";
+        let stream = answer.repeat(ANSWERS);
+        let mut load = Load::new(plan(false, 1 << 20), ANSWERS as u64);
+        let mut conn = LoadConn { in_flight: ANSWERS as u32, ..LoadConn::default() };
+        load.in_flight = ANSWERS as u64;
+        let now = Instant::now();
+        let (mut consumed, mut received) = (0, 0);
+        while received < stream.len() {
+            received = (received + READ).min(stream.len());
+            let Ok(After::Read(at)) = load.frame(&mut conn, &stream[consumed..received], now) else {
+                panic!("a pipeline of answers reads on")
+            };
+            consumed += at;
+        }
+        assert_eq!((load.counts.requests, load.counts.bytes_read), (ANSWERS as u64, stream.len() as u64));
+    }
+
     #[test]
     fn at_a_fixed_rate_a_send_waits_for_its_tick_and_its_latency_counts_from_when_it_left() {
         let mut harness = Harness::new(Load::new(plan(true, 1 << 20), 10));
