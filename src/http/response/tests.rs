@@ -1,55 +1,134 @@
 use super::*;
 use crate::http::chunked::{MAX_SIZE_LINE, MAX_TRAILERS};
+use crate::http::Version;
 
-fn head(status: u16, keep_alive: bool, body: BodyKind, len: usize) -> ResponseHead {
-    ResponseHead { status, keep_alive, body, len: len as u64 }
+/// A head as a test keeps it: all it says, owned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Head {
+    status: u16,
+    reason: String,
+    version: Version,
+    keep_alive: bool,
+    body: BodyKind,
+    headers: Vec<(String, String)>,
+    len: usize,
 }
 
-/// What a fresh reader makes of `input` in one call.
-fn frame(input: &[u8], method: Method, stream: Stream) -> Result<Framed, ResponseError> {
-    ResponseReader::new(method).read(input, stream)
-}
-
-/// `input` framed whole: `len` bytes consumed, `response` completed.
-fn whole(len: usize, response: ResponseHead) -> Result<Framed, ResponseError> {
-    Ok(Framed { consumed: len, completed: Some(response) })
-}
-
-/// Feeds `input` in two reads cut at `split`, as a caller does (what the first left
-/// unconsumed comes again with the rest), the second with `stream`: the first's
-/// answer if it completed a response, else both reads' consumed bytes added up and
-/// the second's response.
-fn frame_split(input: &[u8], split: usize, method: Method, stream: Stream) -> Result<Framed, ResponseError> {
-    let mut reader = ResponseReader::new(method);
-    let first = reader.read(&input[..split], Stream::Open)?;
-    assert!(first.consumed <= split, "split at {split}: {first:?}");
-    if first.completed.is_some() {
-        return Ok(first);
+impl Head {
+    fn of(head: &ResponseHead<'_>) -> Head {
+        let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+        Head {
+            status: head.status(),
+            reason: text(head.reason()),
+            version: head.version(),
+            keep_alive: head.keep_alive(),
+            body: head.body(),
+            headers: head.headers().map(|(name, value)| (text(name), text(value))).collect(),
+            len: head.as_bytes().len(),
+        }
     }
-    let second = reader.read(&input[first.consumed..], stream)?;
-    Ok(Framed { consumed: first.consumed + second.consumed, completed: second.completed })
 }
 
-/// One valid response, how it is read, and what it frames to; `len` is always the
-/// whole text.
+/// An event as a test keeps it, with the bytes its call consumed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Seen {
+    Head { head: Head, consumed: usize, ended: bool },
+    Body { consumed: usize, ended: bool },
+}
+
+/// A response as its events add up: its head, the bytes of its body, and whether it
+/// ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Response {
+    head: Head,
+    body: usize,
+    ended: bool,
+}
+
+/// Reads `pieces` as a connection's reads with one reader, as a caller does: what a
+/// call left unconsumed comes again with the next piece, and each piece is read
+/// until the reader needs more; the last piece with `stream`. Each event, with the
+/// bytes handed in so far when it came.
+fn read_pieces(
+    method: Method,
+    pieces: &[&[u8]],
+    stream: Stream,
+) -> Result<Vec<(usize, Seen)>, ResponseError> {
+    let (mut reader, mut pending, mut arrived, mut seen) =
+        (ResponseReader::new(method), Vec::new(), 0, Vec::new());
+    for (at, piece) in pieces.iter().enumerate() {
+        let stream = if at + 1 == pieces.len() { stream } else { Stream::Open };
+        pending.extend_from_slice(piece);
+        arrived += piece.len();
+        loop {
+            let Framed { consumed, event } = reader.read(&pending, stream)?;
+            assert!(consumed <= pending.len(), "consumed more than given");
+            let event = match event {
+                ResponseEvent::Partial => {
+                    assert_eq!(consumed, 0, "a partial read consumes nothing");
+                    break;
+                }
+                ResponseEvent::Head { head, ended } => {
+                    assert!(ended || consumed == head.as_bytes().len(), "a head alone is its length");
+                    assert!(consumed >= head.as_bytes().len() && pending.starts_with(head.as_bytes()));
+                    Seen::Head { head: Head::of(&head), consumed, ended }
+                }
+                ResponseEvent::Body { ended } => {
+                    assert!(ended || consumed > 0, "body progress consumes");
+                    Seen::Body { consumed, ended }
+                }
+            };
+            seen.push((arrived, event));
+            pending.drain(..consumed);
+        }
+    }
+    Ok(seen)
+}
+
+/// The responses the events add up to, checking that they come in order: a head,
+/// then body pieces until the one that ends it.
+fn responses(seen: &[(usize, Seen)]) -> Vec<Response> {
+    let mut responses: Vec<Response> = Vec::new();
+    for (_, event) in seen {
+        match event {
+            Seen::Head { head, consumed, ended } => {
+                assert!(responses.last().is_none_or(|last| last.ended), "a head after an unended response");
+                responses.push(Response { head: head.clone(), body: consumed - head.len, ended: *ended });
+            }
+            Seen::Body { consumed, ended } => {
+                let last = responses.last_mut().filter(|last| !last.ended).expect("a body after its head");
+                last.body += consumed;
+                last.ended = *ended;
+            }
+        }
+    }
+    responses
+}
+
+/// What `pieces` add up to, read as [`read_pieces`] does.
+fn read_responses(method: Method, pieces: &[&[u8]], stream: Stream) -> Result<Vec<Response>, ResponseError> {
+    read_pieces(method, pieces, stream).map(|seen| responses(&seen))
+}
+
+/// One valid response, how it is read, and what its head says.
 struct Case {
     name: &'static str,
     text: String,
     method: Method,
     stream: Stream,
-    expected: ResponseHead,
+    status: u16,
+    keep_alive: bool,
+    body: BodyKind,
 }
 
 /// A case named `name` expected to frame to this status, keep-alive and body.
 fn case(name: &'static str, status: u16, keep_alive: bool, body: BodyKind) -> Case {
-    let expected = head(status, keep_alive, body, 0);
-    Case { name, text: String::new(), method: Method::Get, stream: Stream::Open, expected }
+    Case { name, text: String::new(), method: Method::Get, stream: Stream::Open, status, keep_alive, body }
 }
 
 impl Case {
     fn text(mut self, text: impl Into<String>) -> Case {
         self.text = text.into();
-        self.expected.len = self.text.len() as u64;
         self
     }
 
@@ -65,6 +144,26 @@ impl Case {
 
     fn bytes(&self) -> &[u8] {
         self.text.as_bytes()
+    }
+
+    /// The head's length: up to the first empty line, after CRLF or LF.
+    fn head_len(&self) -> usize {
+        let crlf = self.text.find("\r\n\r\n").map(|at| at + 4);
+        let lf = self.text.find("\n\n").map(|at| at + 2);
+        crlf.into_iter().chain(lf).min().expect("a whole head")
+    }
+
+    /// The case read whole: one event, its head and the whole body.
+    fn whole(&self) -> Response {
+        let framed = ResponseReader::new(self.method).read(self.bytes(), self.stream);
+        let Ok(Framed { consumed, event: ResponseEvent::Head { head, ended: true } }) = framed else {
+            panic!("{}: not one event: {framed:?}", self.name)
+        };
+        assert_eq!(consumed, self.text.len(), "{}", self.name);
+        let head = Head::of(&head);
+        let expected = (self.status, self.keep_alive, self.body, self.head_len());
+        assert_eq!((head.status, head.keep_alive, head.body, head.len), expected, "{}", self.name);
+        Response { body: self.text.len() - head.len, head, ended: true }
     }
 }
 
@@ -128,92 +227,233 @@ fn valid_cases() -> Vec<Case> {
 }
 
 #[test]
-fn valid_responses_frame_to_their_whole_length() {
+fn a_whole_response_is_one_event_with_its_body() {
     for case in valid_cases() {
-        let got = frame(case.bytes(), case.method, case.stream);
-        assert_eq!(got, whole(case.text.len(), case.expected), "{}", case.name);
+        let whole = case.whole();
+        let body = match case.body {
+            BodyKind::Length(length) => length as usize,
+            BodyKind::None => 0,
+            BodyKind::Chunked | BodyKind::UntilClose => whole.body,
+        };
+        assert_eq!(whole.body, body, "{}", case.name);
     }
 }
 
 #[test]
-fn no_prefix_completes() {
+fn a_response_cut_anywhere_adds_up_to_the_whole_head_first() {
     for case in valid_cases() {
-        for split in 0..case.text.len() {
-            // At EOF, a prefix of an UntilClose response would be a shorter whole one.
-            let Ok(prefix) = frame(&case.bytes()[..split], case.method, Stream::Open) else {
-                panic!("{}, split at {split}: an error", case.name)
+        let whole = case.whole();
+        for split in 0..=case.text.len() {
+            let (first, rest) = case.bytes().split_at(split);
+            let seen = read_pieces(case.method, &[first, rest], case.stream).expect(case.name);
+            assert_eq!(responses(&seen), std::slice::from_ref(&whole), "{}, split at {split}", case.name);
+            // The head comes as soon as it is whole, alone unless the body came too.
+            let (arrived, Seen::Head { consumed, .. }) = &seen[0] else {
+                panic!("{}: the head first", case.name)
             };
-            assert!(
-                prefix.completed.is_none() && prefix.consumed <= split,
-                "{}, split at {split}",
-                case.name
-            );
+            let expected = if split >= whole.head.len { split } else { case.text.len() };
+            assert_eq!(*arrived, expected, "{}, split at {split}", case.name);
+            assert!(*consumed == whole.head.len || seen.len() == 1, "{}, split at {split}", case.name);
         }
     }
 }
 
 #[test]
-fn a_response_split_anywhere_frames_as_whole() {
+fn a_response_a_byte_at_a_time_gives_its_head_when_whole_then_each_byte() {
     for case in valid_cases() {
-        for split in 0..=case.text.len() {
-            let got = frame_split(case.bytes(), split, case.method, case.stream);
-            assert_eq!(got, whole(case.text.len(), case.expected), "{}, split at {split}", case.name);
+        let bytes: Vec<&[u8]> = case.bytes().chunks(1).collect();
+        let seen = read_pieces(case.method, &bytes, case.stream).expect(case.name);
+        assert_eq!(responses(&seen), [case.whole()], "{}", case.name);
+        let (arrived, Seen::Head { .. }) = &seen[0] else { panic!("{}: the head first", case.name) };
+        assert_eq!(*arrived, case.head_len(), "{}: the head as soon as its last byte came", case.name);
+    }
+    // A body whose length is given is consumed byte by byte, each byte told.
+    let text = b"HTTP/1.1 200 OK\r\nX-A: 1\r\nContent-Length: 3\r\n\r\nabc";
+    let head_len = text.len() - 3;
+    let seen = read_pieces(Method::Get, &text.chunks(1).collect::<Vec<_>>(), Stream::Open).expect("valid");
+    let events: Vec<_> = seen
+        .iter()
+        .map(|(arrived, seen)| match seen {
+            Seen::Head { head, consumed, ended } => (*arrived, Some(head.headers.len()), *consumed, *ended),
+            Seen::Body { consumed, ended } => (*arrived, None, *consumed, *ended),
+        })
+        .collect();
+    let expected = [
+        (head_len, Some(2), head_len, false),
+        (head_len + 1, None, 1, false),
+        (head_len + 2, None, 1, false),
+        (head_len + 3, None, 1, true),
+    ];
+    assert_eq!(events, expected);
+}
+
+#[test]
+fn no_prefix_ends() {
+    for case in valid_cases() {
+        for split in 0..case.text.len() {
+            // At EOF, a prefix of an UntilClose response would be a shorter whole one.
+            let prefix = read_responses(case.method, &[&case.bytes()[..split]], Stream::Open);
+            let unended = prefix.as_ref().is_ok_and(|responses| responses.iter().all(|r| !r.ended));
+            assert!(unended, "{}, split at {split}: {prefix:?}", case.name);
         }
     }
 }
 
 #[test]
 fn bytes_after_a_response_do_not_change_it() {
-    for case in valid_cases().into_iter().filter(|case| case.expected.body != BodyKind::UntilClose) {
+    for case in valid_cases().into_iter().filter(|case| case.body != BodyKind::UntilClose) {
         let pipelined = format!("{}HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx", case.text);
-        let got = frame(pipelined.as_bytes(), case.method, case.stream);
-        assert_eq!(got, whole(case.text.len(), case.expected), "{}", case.name);
+        let framed = ResponseReader::new(case.method).read(pipelined.as_bytes(), case.stream);
+        let expected = ResponseReader::new(case.method).read(case.bytes(), case.stream);
+        assert_eq!(framed, expected, "{}", case.name);
+    }
+}
+
+#[test]
+fn headers_come_in_order_as_sent_without_their_white_space() {
+    let text =
+        b"HTTP/1.0 200 \tOK\xe9\r\nServer: percore\r\nX-Empty:\r\nX-Tab:\t a\tb \t\r\nset-cookie: a=1\r\n\
+                 Set-Cookie: b=2\r\nContent-Length: 0\r\n\r\n";
+    let framed = ResponseReader::default().read(text, Stream::Open);
+    let Ok(Framed { event: ResponseEvent::Head { head, ended: true }, .. }) = framed else {
+        panic!("{framed:?}")
+    };
+    assert_eq!((head.status(), head.reason(), head.version()), (200, &b"\tOK\xe9"[..], Version::Http10));
+    let expected: [(&[u8], &[u8]); 6] = [
+        (b"Server", b"percore"),
+        (b"X-Empty", b""),
+        (b"X-Tab", b"a\tb"),
+        (b"set-cookie", b"a=1"),
+        (b"Set-Cookie", b"b=2"),
+        (b"Content-Length", b"0"),
+    ];
+    assert_eq!(head.headers().collect::<Vec<_>>(), expected);
+    assert_eq!(head.as_bytes(), text);
+    // The same head remembered: the same fields, from the new input's bytes.
+    let mut reader = ResponseReader::default();
+    let again = [&text[..], text].concat();
+    let first = reader.read(&again, Stream::Open).expect("valid");
+    let second = reader.read(&again[first.consumed..], Stream::Open).expect("valid");
+    assert_eq!(first.event, framed.expect("valid").event);
+    let ResponseEvent::Head { head, .. } = second.event else { panic!("{second:?}") };
+    assert_eq!(head.headers().collect::<Vec<_>>(), expected);
+    assert_eq!(head.as_bytes().as_ptr(), again[text.len()..].as_ptr(), "borrowed from the input");
+}
+
+#[test]
+fn the_version_and_reason_are_as_sent() {
+    for (line, version, reason) in [
+        ("HTTP/1.1 200 OK", Version::Http11, "OK"),
+        ("HTTP/1.0 404 Not Found", Version::Http10, "Not Found"),
+        ("HTTP/1.9 503 ", Version::Http11, ""),
+        ("HTTP/1.1 503", Version::Http11, ""),
+    ] {
+        let text = format!("{line}\r\nContent-Length: 0\r\n\r\n");
+        let framed = ResponseReader::default().read(text.as_bytes(), Stream::Open);
+        let Ok(Framed { event: ResponseEvent::Head { head, .. }, .. }) = framed else { panic!("{framed:?}") };
+        assert_eq!((head.version(), head.reason()), (version, reason.as_bytes()), "{line}");
     }
 }
 
 #[test]
 fn an_until_close_body_is_consumed_as_it_comes_and_ends_at_eof() {
-    let buf = b"HTTP/1.1 200 OK\r\nServer: x\r\n\r\nsome body";
+    let text = b"HTTP/1.1 200 OK\r\nServer: x\r\n\r\nsome body";
     let mut reader = ResponseReader::default();
-    assert_eq!(reader.read(buf, Stream::Open), Ok(Framed { consumed: buf.len(), completed: None }));
-    assert_eq!(reader.read(b" and more", Stream::Open), Ok(Framed { consumed: 9, completed: None }));
-    let end = head(200, false, BodyKind::UntilClose, buf.len() + 9);
-    assert_eq!(reader.read(b"", Stream::Ended), whole(0, end));
+    let head = reader.read(text, Stream::Open).expect("valid");
+    assert!(matches!(head.event, ResponseEvent::Head { ended: false, .. }));
+    assert_eq!(head.consumed, text.len() - 9);
+    let body = |consumed, ended| Ok(Framed { consumed, event: ResponseEvent::Body { ended } });
+    assert_eq!(reader.read(b"some body", Stream::Open), body(9, false));
+    assert_eq!(reader.read(b" and more", Stream::Open), body(9, false));
+    assert_eq!(reader.read(b"", Stream::Open), Ok(Framed::PARTIAL));
+    assert_eq!(reader.read(b"", Stream::Ended), body(0, true));
+    // Whole at the close: one event.
+    let framed = ResponseReader::default().read(text, Stream::Ended).expect("valid");
+    assert!(matches!(framed.event, ResponseEvent::Head { ended: true, .. }) && framed.consumed == text.len());
 }
 
 #[test]
-fn a_short_body_at_eof_does_not_complete() {
-    let buf = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort";
-    assert_eq!(frame(buf, Method::Get, Stream::Ended), Ok(Framed { consumed: buf.len(), completed: None }));
+fn a_response_cut_short_by_the_close_never_ends() {
+    let chunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+    for (text, body) in [
+        ("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort".to_string(), 5),
+        (format!("{chunked}5\r\nhello\r\n"), 10),
+        // The trailer section is held until whole: never consumed.
+        (format!("{chunked}0\r\nX-Trailer: t\r\n"), 3),
+    ] {
+        let got = read_responses(Method::Get, &[text.as_bytes()], Stream::Ended).expect("valid so far");
+        let [Response { head, body: got_body, ended: false }] = &got[..] else { panic!("{text:?}: {got:?}") };
+        assert_eq!((head.len + got_body, *got_body), (text.len().min(head.len + body), body), "{text:?}");
+    }
+    let head = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n";
+    assert_eq!(read_responses(Method::Get, &[head], Stream::Ended), Ok(Vec::new()), "a head cut short");
 }
 
 #[test]
-fn two_pipelined_responses_frame_one_after_the_other() {
+fn two_pipelined_responses_are_read_one_after_the_other() {
     let first = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n";
     let second = "HTTP/1.1 404 Not Found\r\nContent-Length: 4\r\nConnection: close\r\n\r\nnope";
     let buf = format!("{first}{second}");
-    let mut reader = ResponseReader::default();
-    let one = reader.read(buf.as_bytes(), Stream::Open);
-    assert_eq!(one, whole(first.len(), head(200, true, BodyKind::Chunked, first.len())));
-    let two = reader.read(&buf.as_bytes()[first.len()..], Stream::Open);
-    assert_eq!(two, whole(second.len(), head(404, false, BodyKind::Length(4), second.len())));
+    let seen = read_pieces(Method::Get, &[buf.as_bytes()], Stream::Open).expect("valid");
+    let events: Vec<_> = seen
+        .iter()
+        .map(|(_, seen)| match seen {
+            Seen::Head { head, consumed, ended } => (head.status, head.keep_alive, *consumed, *ended),
+            Seen::Body { .. } => panic!("each came whole: {seen:?}"),
+        })
+        .collect();
+    assert_eq!(events, [(200, true, first.len(), true), (404, false, second.len(), true)]);
 }
 
 #[test]
-fn an_interim_response_is_told_from_the_final_one() {
+fn an_interim_response_comes_before_the_final_one() {
     let interim = "HTTP/1.1 100 Continue\r\n\r\n";
-    let buf = format!("{interim}HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+    let buf = format!("{interim}HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi");
     let mut reader = ResponseReader::default();
-    let Ok(Framed { consumed, completed: Some(first) }) = reader.read(buf.as_bytes(), Stream::Open) else {
-        panic!("the 100 is framed")
-    };
-    assert!(first.is_interim());
-    let Ok(Framed { completed: Some(last), .. }) = reader.read(&buf.as_bytes()[consumed..], Stream::Open)
-    else {
-        panic!("the 200 is framed")
-    };
-    assert!(!last.is_interim());
-    assert!(!head(101, false, BodyKind::None, 0).is_interim(), "after a 101, no final response comes");
+    let first = reader.read(buf.as_bytes(), Stream::Open).expect("valid");
+    let ResponseEvent::Head { head, ended: true } = first.event else { panic!("{first:?}") };
+    assert!(head.is_interim() && first.consumed == interim.len());
+    let last = reader.read(&buf.as_bytes()[first.consumed..], Stream::Open).expect("valid");
+    let ResponseEvent::Head { head, ended: true } = last.event else { panic!("{last:?}") };
+    assert!(!head.is_interim() && head.status() == 200 && last.consumed == buf.len() - interim.len());
+}
+
+#[test]
+fn after_a_101_the_other_protocol_is_left_alone() {
+    let head = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n";
+    let buf = format!("{head}\x01\x05hello");
+    let framed = ResponseReader::default().read(buf.as_bytes(), Stream::Open).expect("valid");
+    let ResponseEvent::Head { head: got, ended: true } = framed.event else { panic!("{framed:?}") };
+    assert_eq!(
+        (got.status(), got.keep_alive(), got.is_interim(), framed.consumed),
+        (101, false, false, head.len())
+    );
+}
+
+#[test]
+fn a_head_comes_before_an_error_in_its_body() {
+    let text = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n";
+    let mut reader = ResponseReader::default();
+    let head = reader.read(text, Stream::Open).expect("valid head");
+    let ResponseEvent::Head { head: got, ended: false } = head.event else { panic!("{head:?}") };
+    assert_eq!((got.status(), head.consumed), (200, text.len() - 14));
+    assert_eq!(reader.read(&text[head.consumed..], Stream::Open), Err(ResponseError::Chunk));
+}
+
+#[test]
+fn what_is_left_of_a_body_of_known_length_is_told() {
+    let mut reader = ResponseReader::default();
+    assert_eq!(reader.body_left(), None);
+    let head = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n";
+    assert_eq!(reader.read(head, Stream::Open).map(|framed| framed.consumed), Ok(head.len()));
+    assert_eq!(reader.body_left(), Some(10));
+    assert_eq!(reader.read(b"abcd", Stream::Open).map(|framed| framed.consumed), Ok(4));
+    assert_eq!(reader.body_left(), Some(6));
+    assert_eq!(
+        reader.read(b"efghij", Stream::Open).map(|framed| framed.event),
+        Ok(ResponseEvent::Body { ended: true })
+    );
+    assert_eq!(reader.body_left(), None);
 }
 
 #[test]
@@ -277,14 +517,11 @@ fn errors() {
     ];
     for (name, text, expected) in cases {
         let bytes = text.as_bytes();
-        assert_eq!(frame(bytes, Method::Get, Stream::Ended), Err(expected), "{name}");
+        assert_eq!(read_pieces(Method::Get, &[bytes], Stream::Ended), Err(expected), "{name}");
         // However the bytes arrive, the answer is the same (but for the large ones,
         // where every split would take a while).
         for split in (0..=bytes.len()).filter(|_| bytes.len() < 1000) {
-            let mut reader = ResponseReader::default();
-            let got = reader
-                .read(&bytes[..split], Stream::Open)
-                .and_then(|first| reader.read(&bytes[first.consumed..], Stream::Ended));
+            let got = read_pieces(Method::Get, &[&bytes[..split], &bytes[split..]], Stream::Ended);
             assert_eq!(got, Err(expected), "{name}, split at {split}");
         }
     }
@@ -297,38 +534,44 @@ fn a_head_of_64_kib_is_accepted() {
     let end = "\r\nContent-Length: 0\r\n\r\n";
     let text = format!("{start}{}{end}", "a".repeat(MAX_HEAD - start.len() - end.len()));
     assert_eq!(text.len(), MAX_HEAD);
-    let got = frame(text.as_bytes(), Method::Get, Stream::Open);
-    assert_eq!(got, whole(MAX_HEAD, head(200, true, BodyKind::Length(0), MAX_HEAD)));
+    let got = read_responses(Method::Get, &[text.as_bytes()], Stream::Open).expect("valid");
+    assert_eq!(got.iter().map(|r| (r.head.len, r.body, r.ended)).collect::<Vec<_>>(), [(MAX_HEAD, 0, true)]);
 }
 
 #[test]
 fn a_huge_length_is_counted_down_not_an_overflow() {
-    let buf = b"HTTP/1.1 200 OK\r\nContent-Length: 18446744073709551615\r\n\r\nabc";
-    assert_eq!(frame(buf, Method::Get, Stream::Ended), Ok(Framed { consumed: buf.len(), completed: None }));
-    let buf = format!("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\nabc", u64::MAX);
-    let got = frame(buf.as_bytes(), Method::Get, Stream::Ended);
-    assert_eq!(got, Ok(Framed { consumed: buf.len(), completed: None }));
+    let size_line = format!("{:x}\r\n", u64::MAX);
+    for (head, body_start) in [
+        ("HTTP/1.1 200 OK\r\nContent-Length: 18446744073709551615\r\n\r\n", ""),
+        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", &size_line),
+    ] {
+        let text = format!("{head}{body_start}abc");
+        let got = read_responses(Method::Get, &[text.as_bytes()], Stream::Ended).expect("valid");
+        let got: Vec<_> = got.iter().map(|r| (r.head.len, r.body, r.ended)).collect();
+        assert_eq!(got, [(head.len(), body_start.len() + 3, false)], "{head:?}");
+    }
 }
 
 #[test]
 fn a_gibibyte_body_leaves_nothing_to_buffer() {
     const GIB: usize = 1 << 30;
     const PIECE: usize = 10 << 20;
-    let head_text = format!("HTTP/1.1 200 OK\r\nContent-Length: {GIB}\r\n\r\n");
+    let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {GIB}\r\n\r\n");
     let mut reader = ResponseReader::default();
-    let first = reader.read(head_text.as_bytes(), Stream::Open);
-    assert_eq!(first, Ok(Framed { consumed: head_text.len(), completed: None }));
+    let first = reader.read(head.as_bytes(), Stream::Open).expect("valid");
+    assert!(matches!(first.event, ResponseEvent::Head { ended: false, .. }) && first.consumed == head.len());
     let piece = vec![b'x'; PIECE];
     let mut body_left = GIB;
+    let progress = |consumed, ended| Ok(Framed { consumed, event: ResponseEvent::Body { ended } });
     while body_left > PIECE {
-        assert_eq!(reader.read(&piece, Stream::Open), Ok(Framed { consumed: PIECE, completed: None }));
+        assert_eq!(reader.read(&piece, Stream::Open), progress(PIECE, false));
         body_left -= PIECE;
+        assert_eq!(reader.body_left(), Some(body_left as u64));
     }
     // The last piece ends the body, and the next response's start is left alone.
     let mut last = piece[..body_left].to_vec();
     last.extend_from_slice(b"HTTP/1.1");
-    let response = head(200, true, BodyKind::Length(GIB as u64), head_text.len() + GIB);
-    assert_eq!(reader.read(&last, Stream::Open), whole(body_left, response));
+    assert_eq!(reader.read(&last, Stream::Open), progress(body_left, true));
 }
 
 #[test]
@@ -345,11 +588,12 @@ mod properties {
     use proptest::prelude::*;
 
     proptest! {
-        /// Any body cut into any chunks frames to its exact length, in one read or
-        /// in two cut anywhere, and no prefix of it completes.
+        /// Any body cut into any chunks adds up to its exact length, read whole (one
+        /// event) or cut anywhere into two reads, and no prefix of it ends.
         #[test]
-        fn chunked_bodies_frame_exactly(chunks in vec((vec(any::<u8>(), 1..40), any::<bool>()), 0..8)) {
-            let mut buf = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+        fn chunked_bodies_add_up_exactly(chunks in vec((vec(any::<u8>(), 1..40), any::<bool>()), 0..8)) {
+            let head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+            let mut buf = head.to_vec();
             for (data, with_ext) in &chunks {
                 let ext = if *with_ext { "; name=\"v;al\"" } else { "" };
                 buf.extend_from_slice(format!("{:X}{ext}\r\n", data.len()).as_bytes());
@@ -357,12 +601,17 @@ mod properties {
                 buf.extend_from_slice(b"\r\n");
             }
             buf.extend_from_slice(b"0\r\nTrailer: t\r\n\r\n");
-            let expected = whole(buf.len(), head(200, true, BodyKind::Chunked, buf.len()));
-            prop_assert_eq!(frame(&buf, Method::Get, Stream::Open), expected);
+            let whole = read_pieces(Method::Get, &[&buf], Stream::Open).expect("valid");
+            let [(_, Seen::Head { head: whole_head, consumed, ended: true })] = &whole[..] else {
+                panic!("one event: {whole:?}")
+            };
+            prop_assert_eq!(*consumed, buf.len());
+            let expected = [Response { head: whole_head.clone(), body: buf.len() - head.len(), ended: true }];
             for split in 0..buf.len() {
-                let prefix = frame(&buf[..split], Method::Get, Stream::Open);
-                prop_assert!(matches!(prefix, Ok(Framed { completed: None, .. })), "split at {}", split);
-                prop_assert_eq!(frame_split(&buf, split, Method::Get, Stream::Open), expected);
+                let prefix = read_responses(Method::Get, &[&buf[..split]], Stream::Open).expect("valid");
+                prop_assert!(prefix.iter().all(|r| !r.ended), "split at {}", split);
+                let got = read_responses(Method::Get, &[&buf[..split], &buf[split..]], Stream::Open);
+                prop_assert_eq!(got.expect("valid"), expected.clone(), "split at {}", split);
             }
         }
     }
