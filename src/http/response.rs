@@ -155,6 +155,16 @@ impl ResponseReader {
         }
     }
 
+    /// Reads the responses that follow to requests of `method`, from the next head on:
+    /// a connection may carry a `HEAD` after a `GET`.
+    pub fn set_method(&mut self, method: Method) {
+        if method != self.method {
+            self.method = method;
+            // The remembered head was framed for the other method.
+            self.last_framing = None;
+        }
+    }
+
     /// Reads on through `input`, the bytes of the connection that follow those
     /// consumed so far: the next event, and the bytes it used up. Consumes the rest of
     /// the current response at most, so call again with the rest while events come

@@ -441,6 +441,22 @@ fn a_head_comes_before_an_error_in_its_body() {
 }
 
 #[test]
+fn the_method_answered_may_change_between_responses() {
+    let text = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+    let mut reader = ResponseReader::default();
+    let body_of = |framed: Result<Framed<'_>, ResponseError>| match framed {
+        Ok(Framed { consumed, event: ResponseEvent::Head { head, ended: true } }) => (head.body(), consumed),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(body_of(reader.read(text, Stream::Open)), (BodyKind::Length(5), text.len()));
+    // The same head, remembered, answers HEAD without its body.
+    reader.set_method(Method::Head);
+    assert_eq!(body_of(reader.read(text, Stream::Open)), (BodyKind::None, text.len() - 5));
+    reader.set_method(Method::Get);
+    assert_eq!(body_of(reader.read(text, Stream::Open)), (BodyKind::Length(5), text.len()));
+}
+
+#[test]
 fn what_is_left_of_a_body_of_known_length_is_told() {
     let mut reader = ResponseReader::default();
     assert_eq!(reader.body_left(), None);
