@@ -49,7 +49,8 @@
 //!   and a [`Harness`](reactor::Harness) to test a protocol without sockets.
 //! - [`worker`]: the master and its pinned worker processes, for any protocol.
 //! - [`http`]: the request parse, prebuilt responses and the `Date` slot, the
-//!   [`Hello`](http::Hello) protocol, and the client side's response parse.
+//!   [`Hello`](http::Hello) protocol, and the client side's response parse
+//!   ([`ResponseReader`](http::ResponseReader): a response's head, then its body).
 //! - [`listen`]: the listening socket, for a loop run without the workers.
 //! - `cli` (feature `cli`, on by default): the command line of a server on the
 //!   loop, shared by `percore serve` and the examples; clap alone. Without it

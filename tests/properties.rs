@@ -4,8 +4,8 @@
 //! anywhere (the same answers, one per request).
 
 use percore::http::{
-    parse, Framed, Hello, HelloConfig, Limits, Method, Parsed, Progress, Request, ResponseReader, Stream,
-    Version,
+    parse, Framed, Hello, HelloConfig, Limits, Method, Parsed, Progress, Request, ResponseEvent,
+    ResponseReader, Stream, Version,
 };
 use percore::reactor::Harness;
 use proptest::prelude::*;
@@ -389,7 +389,7 @@ proptest! {
             let got = reader.read(bytes, stream);
             let fresh = ResponseReader::new(method).read(bytes, stream);
             prop_assert_eq!(got, fresh, "{:?}", String::from_utf8_lossy(bytes));
-            if !matches!(got, Ok(Framed { completed: Some(_), .. })) {
+            if !matches!(got, Ok(Framed { event: ResponseEvent::Head { ended: true, .. }, .. })) {
                 // Within a response, or lost: the next buffer must start afresh.
                 reader = ResponseReader::new(method);
             }

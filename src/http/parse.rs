@@ -38,12 +38,14 @@ pub enum Method {
     Other,
 }
 
-/// The protocol version of the request line.
+/// The protocol version of a request line or a status line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Version {
-    /// `HTTP/1.0`: closes unless the client asks for keep-alive.
+    /// `HTTP/1.0`: the connection closes after the response unless
+    /// `Connection: keep-alive` says otherwise.
     Http10,
-    /// `HTTP/1.1` (and any later 1.x minor version): keeps the connection unless asked.
+    /// `HTTP/1.1` (and any later 1.x minor version): the connection stays open unless
+    /// `Connection: close` says otherwise.
     Http11,
 }
 
