@@ -68,6 +68,8 @@ pub(crate) struct Driver<P: Protocol, W: Wire> {
     splices: Splices,
     /// Orders being carried out: `None` while a batch is, its memory otherwise.
     batch: Option<Batch>,
+    /// Connections to close once the orders their callbacks gave are carried out.
+    closing: Vec<(Token, Closed)>,
     /// Connections dropped because a wire call failed (reset by the peer, ...).
     failed: u64,
 }
@@ -83,6 +85,7 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
             blocked: Blocked::default(),
             splices: Splices::default(),
             batch: Some(Batch::default()),
+            closing: Vec::new(),
             failed: 0,
         }
     }
@@ -261,6 +264,11 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
             match steps(&mut self.machine, &mut self.read_buffer, conn, wire, token, &mut reads) {
                 Needs::Nothing => return,
                 Needs::Again => return self.again.push(token),
+                // What its callbacks ordered is carried out first, as they
+                // returned before it closed.
+                Needs::Close(closed) if !self.machine.io.orders.is_empty() => {
+                    return self.closing.push((token, closed));
+                }
                 Needs::Close(closed) => return self.close(token, closed),
                 Needs::Release => self.release(token),
                 Needs::Splice => {
@@ -344,17 +352,23 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
     /// order in turn, until nothing is left. A call made while it runs leaves the
     /// rest to it.
     pub(crate) fn run_orders(&mut self) {
-        if self.machine.io.orders.is_empty() {
+        if self.machine.io.orders.is_empty() && self.closing.is_empty() {
             return;
         }
         let Some(mut spare) = self.batch.take() else { return };
-        while !self.machine.io.orders.is_empty() {
-            let batch = self.machine.io.orders.take(spare);
-            for order in &batch.orders {
-                self.carry_out(order, &batch.bytes);
+        loop {
+            if !self.machine.io.orders.is_empty() {
+                let batch = self.machine.io.orders.take(spare);
+                for order in &batch.orders {
+                    self.carry_out(order, &batch.bytes);
+                }
+                spare = batch;
+                spare.clear();
+            } else if let Some((token, closed)) = self.closing.pop() {
+                self.close(token, closed);
+            } else {
+                break;
             }
-            spare = batch;
-            spare.clear();
         }
         self.batch = Some(spare);
     }

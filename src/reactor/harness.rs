@@ -10,6 +10,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime};
 
+pub use peer::PeerReads;
 use peer::{Peer, Record};
 
 use super::config::Config;
@@ -18,6 +19,12 @@ use super::io::ConnId;
 use super::machine::{Edge, Machine};
 use super::protocol::{Closed, Flow, Protocol, Verdict};
 use super::slab::Token;
+
+/// What the test's reading says of a connection's wire: it takes output at once, or
+/// only when the test takes it.
+fn peer_edge(reads: PeerReads) -> Edge {
+    Edge { writable: reads == PeerReads::AtOnce, ..Edge::default() }
+}
 
 /// Drives a [`Protocol`] by the loop's rules, without sockets: the test is the peer
 /// of every connection. It sends with [`receive`](Harness::receive), reads with
@@ -46,7 +53,9 @@ use super::slab::Token;
 /// - the test reads a connection's output only when it calls `take_output`: until
 ///   then the output waits, unsent, as it would for a peer that does not read
 ///   (so [`Io::is_full`](super::io::Io::is_full) counts it, and a paused protocol
-///   goes on once the test has taken it);
+///   goes on once the test has taken it); or, [set](Harness::set_peer_reads) to
+///   [`PeerReads::AtOnce`], as soon as it is sent, as a peer with room in its
+///   socket;
 /// - [`receive`](Harness::receive) hands the connection its input as one read (one
 ///   per 64 KiB), when it reads: not while it is paused, being opened, or closing;
 /// - a close that lingers ends at once: the test, as a peer, closes when it reads
@@ -268,11 +277,34 @@ impl<P: Protocol> Harness<P> {
     /// (unless a close came first), then it reads what it
     /// [received](Harness::receive_on) meanwhile.
     pub fn establish(&mut self, id: ConnId) -> Option<Flow> {
-        let slot = self.driver.slot_mut(id.token())?;
-        slot.wire.connecting = None;
+        let reads = self.driver.registry.reads;
+        self.driver.with_slot(id.token(), |machine, slot| {
+            slot.wire.connecting = None;
+            machine.ready(&mut slot.conn, peer_edge(reads));
+        })?;
         let flow = self.driver.established(id.token());
         self.settle();
         flow
+    }
+
+    /// When the test reads what the connections send, from now on: only when it
+    /// takes it (the default), or at once (see [`PeerReads`]).
+    pub fn set_peer_reads(&mut self, reads: PeerReads) {
+        self.driver.registry.reads = reads;
+        for token in self.driver.tokens() {
+            self.driver.with_slot(token, |machine, slot| {
+                slot.wire.reading = reads == PeerReads::AtOnce;
+                match reads {
+                    PeerReads::AtOnce if slot.wire.connecting.is_none() => {
+                        machine.ready(&mut slot.conn, peer_edge(reads))
+                    }
+                    _ => machine.not_writable(&mut slot.conn),
+                }
+            });
+        }
+        for token in self.driver.tokens() {
+            self.edge(token, Edge::default());
+        }
     }
 
     /// Fails connection `id`, being opened: [`Protocol::on_close`] with
@@ -336,9 +368,12 @@ impl<P: Protocol> Harness<P> {
         let Some(slot) = self.driver.slot_mut(token) else { return self.left_by(token) };
         slot.wire.reading = true;
         self.edge(token, Edge { writable: true, ..Edge::default() });
+        let reads = self.driver.registry.reads;
         let taken = self.driver.with_slot(token, |machine, slot| {
-            slot.wire.reading = false;
-            machine.not_writable(&mut slot.conn);
+            if reads == PeerReads::WhenTaken {
+                slot.wire.reading = false;
+                machine.not_writable(&mut slot.conn);
+            }
             std::mem::take(&mut slot.wire.taken)
         });
         taken.unwrap_or_else(|| self.left_by(token))

@@ -34,7 +34,7 @@ mod wire;
 
 pub use config::{Config, DrainPolicy, IdleTimeout};
 pub use event_loop::{Reactor, Returned, Stats};
-pub use harness::Harness;
+pub use harness::{Harness, PeerReads};
 pub use io::{ConnId, Io};
 pub use output::sealed_file;
 pub use protocol::{Closed, Counts, Flow, Protocol, Verdict};

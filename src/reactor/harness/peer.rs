@@ -29,9 +29,26 @@ pub(crate) struct Peer {
     pub(crate) serial: u64,
 }
 
+/// When the test, as the peer of the harness's connections, reads their output.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PeerReads {
+    /// Only when the test takes it ([`take_output`](super::Harness::take_output)):
+    /// until then it waits unsent, as for a peer that does not read; it counts in
+    /// [`Io::is_full`](crate::reactor::Io::is_full), and a protocol paused for it
+    /// goes on once the test has taken it. The default.
+    #[default]
+    WhenTaken,
+    /// As soon as it is sent, as a peer whose socket has room for it (a loop's peer
+    /// on loopback, for small output): a protocol paused for its output goes on at
+    /// once. The test still takes what was sent with `take_output`.
+    AtOnce,
+}
+
 /// What the harness remembers of its connections beyond their lives.
 #[derive(Debug, Default)]
 pub(crate) struct Record {
+    /// When the test reads what each connection sends.
+    pub(crate) reads: PeerReads,
     made: u64,
     /// Each connection closed, how, and what the test had not taken of its output.
     pub(crate) closed: Vec<(Token, Closed, Vec<u8>)>,
@@ -41,7 +58,8 @@ impl Record {
     /// A new connection's wire, being opened to `to` if given.
     pub(crate) fn peer(&mut self, connecting: Option<SocketAddr>) -> Peer {
         self.made += 1;
-        Peer { connecting, serial: self.made, ..Peer::default() }
+        let reading = self.reads == PeerReads::AtOnce;
+        Peer { connecting, serial: self.made, reading, ..Peer::default() }
     }
 }
 

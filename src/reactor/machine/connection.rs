@@ -14,9 +14,10 @@ use super::deadline::Deadline;
 pub(crate) enum Life {
     /// Reading input and answering it.
     Open,
-    /// The protocol said close (or the peer finished): send what is left, then close,
-    /// lingering first if the peer may still be sending.
-    Closing { linger: bool },
+    /// The protocol said close (or, the peer having finished, let it close): send what
+    /// is left, then close as `closed` says, lingering first if the peer may still be
+    /// sending.
+    Closing { linger: bool, closed: Closed },
     /// Everything is sent and the writing side shut down; input the peer still sends
     /// is read and dropped until it closes or the deadline passes, so that unread
     /// bytes do not make the kernel reset the connection before the peer read our

@@ -238,10 +238,9 @@ impl<P: Protocol> Machine<P> {
         match (flow, call) {
             (Flow::Close, Call::InputEnd) => {
                 // What it holds stays, for on_close: a message ended by the stream.
-                conn.life = Life::Closing { linger: false };
+                conn.life = Life::Closing { linger: false, closed: Closed::ByPeer };
             }
-            (Flow::Close, Call::Data { maybe_more }) => self.close(conn, maybe_more),
-            (Flow::Close, Call::Event) => self.close(conn, false),
+            (Flow::Close, call) => self.close(conn, call),
             (_, Call::InputEnd) => {}
             (Flow::Pause, _) => pause(conn, wrote),
             (Flow::Continue, Call::Data { .. }) => {
@@ -258,25 +257,31 @@ impl<P: Protocol> Machine<P> {
         }
     }
 
-    /// Closes an open connection once its output is sent, as its protocol or another
-    /// connection asked; what it holds is never handed in.
-    fn close(&mut self, conn: &mut Connection<P::Conn>, maybe_more: bool) {
+    /// Closes an open connection once its output is sent, as its protocol (in
+    /// `call`) or another connection asked; what it holds is never handed in.
+    fn close(&mut self, conn: &mut Connection<P::Conn>, call: Call) {
         if conn.is_open() {
-            let linger = self.lingers(conn, maybe_more);
+            let linger = self.lingers(conn, call);
             conn.held = Vec::new();
-            conn.life = Life::Closing { linger };
+            conn.life = Life::Closing { linger, closed: Closed::Done };
         }
     }
 
     /// Whether a close the protocol asks for lingers (reads what the peer still
     /// sends until it closes): closing on unread input resets the connection, and
     /// the reset can destroy our last answers before the peer reads them. So it
-    /// lingers when the peer may go on sending: bytes beyond the last answer or in
-    /// the wire (`maybe_more`), a message still arriving, or a graceful stop, a
-    /// close the peer did not ask for, which one that pipelines sends into.
-    fn lingers(&self, conn: &Connection<P::Conn>, maybe_more: bool) -> bool {
-        maybe_more
-            || !conn.held.is_empty()
+    /// lingers when the peer may go on sending: bytes after those `on_data` used,
+    /// or input known to wait in the wire (unless the peer has finished); a message
+    /// partly received when another callback closes (input held) or one the
+    /// protocol is busy with; or a graceful stop, a close the peer did not ask for,
+    /// which one that pipelines sends into.
+    fn lingers(&self, conn: &Connection<P::Conn>, call: Call) -> bool {
+        let more = match call {
+            Call::Data { maybe_more } => maybe_more,
+            // The input held is a partial message: its rest may still come.
+            Call::Event | Call::InputEnd => !conn.held.is_empty(),
+        };
+        more || (conn.ready.readable && !conn.ready.read_closed)
             || !matches!(self.stopping, Stopping::No)
             || P::is_busy(&conn.state)
     }
@@ -410,7 +415,7 @@ impl<P: Protocol> Machine<P> {
         match (conn.life, result) {
             (Life::Closing { .. }, Ok(())) => start_lingering(conn),
             // Nothing to linger on: the peer is gone.
-            (Life::Closing { .. }, Err(_)) => conn.life = Life::Over(peer_or_us(conn)),
+            (Life::Closing { closed, .. }, Err(_)) => conn.life = Life::Over(closed),
             (_, Err(e)) => conn.life = Life::Over(Closed::WriteFailed(e.kind())),
             (_, Ok(())) => {}
         }
@@ -450,7 +455,7 @@ impl<P: Protocol> Machine<P> {
     /// Closes the connection once its output is sent, as if its own callback had
     /// said so.
     pub(crate) fn close_asked(&mut self, conn: &mut Connection<P::Conn>) {
-        self.close(conn, false);
+        self.close(conn, Call::Event);
     }
 
     pub(crate) fn set_idle_timeout(&mut self, conn: &mut Connection<P::Conn>, idle: IdleTimeout) {
@@ -584,12 +589,12 @@ impl<P: Protocol> Machine<P> {
             }
             match conn.life {
                 Life::Over(closed) => return Step::Close(closed),
-                Life::Closing { linger } => {
+                Life::Closing { linger, closed } => {
                     if conn.unsent() > 0 || conn.is_connecting() {
                         return self.wait(conn, token);
                     }
                     if !linger {
-                        return Step::Close(peer_or_us(conn));
+                        return Step::Close(closed);
                     }
                     if !conn.ready.read_closed {
                         // Our end of stream tells the peer to finish; after its end
@@ -674,15 +679,6 @@ fn pause<S>(conn: &mut Connection<S>, wrote: bool) {
 fn start_lingering<S>(conn: &mut Connection<S>) {
     conn.life = Life::Lingering;
     conn.ready.readable = true;
-}
-
-/// How a connection closed without an error ends: by its peer if its stream ended.
-fn peer_or_us<S>(conn: &Connection<S>) -> Closed {
-    if conn.ready.read_closed {
-        Closed::ByPeer
-    } else {
-        Closed::Done
-    }
 }
 
 #[cfg(test)]

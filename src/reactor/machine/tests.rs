@@ -285,3 +285,40 @@ fn the_deadline_follows_the_precedence_the_docs_give() {
     machine.set_time(machine.now(), 211);
     assert!(machine.expired(&conn), "a partial message for 10 s");
 }
+
+#[test]
+fn a_close_that_consumes_all_the_input_held_before_does_not_linger() {
+    // A partial line held, then its end: the close consumes all of it, held and
+    // fresh, and the wire was read short: nothing is left to read.
+    let (mut machine, mut conn) = machine(&[(0, Flow::Continue, b""), (10, Flow::Close, b"bye")]);
+    machine.received(&mut conn, TOKEN, b"say a", false);
+    machine.received(&mut conn, TOKEN, b"\nquit", false);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Send);
+    machine.sent(&mut conn, Ok(3));
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Close(Closed::Done));
+}
+
+#[test]
+fn a_half_closed_connection_its_protocol_closes_ends_as_done_not_by_the_peer() {
+    let (mut machine, mut conn) = machine(&[]);
+    machine.nothing_to_read(&mut conn);
+    struct StaysOpen;
+    impl Protocol for StaysOpen {
+        type Conn = ();
+        fn on_data(&mut self, _: &mut (), input: &[u8], _: &mut Io<'_>) -> Verdict {
+            Verdict::keep(input.len())
+        }
+        fn on_input_end(&mut self, _: &mut (), _: &mut Io<'_>) -> Flow {
+            Flow::Continue
+        }
+    }
+    let mut half = Machine::new(StaysOpen, &Config::default(), machine.now());
+    assert_eq!(half.input_ended(&mut conn, TOKEN), Flow::Continue);
+    assert_eq!(half.poll(&mut conn, TOKEN), Step::Wait, "open for writing");
+    half.close_asked(&mut conn);
+    assert_eq!(half.poll(&mut conn, TOKEN), Step::Close(Closed::Done), "the protocol's close");
+    // Its own end of input, answered with a close, is the peer's.
+    let (mut machine, mut conn) = self::machine(&[]);
+    assert_eq!(machine.input_ended(&mut conn, TOKEN), Flow::Close);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Close(Closed::ByPeer));
+}
