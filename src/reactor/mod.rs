@@ -28,6 +28,7 @@ mod output;
 mod protocol;
 mod slab;
 mod splice;
+mod steps;
 mod stop;
 mod timers;
 mod wire;

@@ -2,9 +2,15 @@
 //! driver by hand and checks the step the machine asks for next.
 
 use std::collections::VecDeque;
+use std::io;
+use std::time::Instant;
 
+use super::rules::RESUME_BELOW;
 use super::*;
-use crate::reactor::config::Config;
+use crate::reactor::config::{Config, DrainPolicy, OUTPUT_BUDGET};
+use crate::reactor::io::Io;
+use crate::reactor::protocol::{Closed, Flow, Protocol, Verdict};
+use crate::reactor::slab::Token;
 
 /// Answers each `on_data` call as its script says (then consumes everything),
 /// writing the script's bytes; records its inputs and closes.
@@ -321,4 +327,19 @@ fn a_half_closed_connection_its_protocol_closes_ends_as_done_not_by_the_peer() {
     let (mut machine, mut conn) = self::machine(&[]);
     assert_eq!(machine.input_ended(&mut conn, TOKEN), Flow::Close);
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Close(Closed::ByPeer));
+}
+
+#[test]
+fn a_close_from_input_held_over_a_pause_lingers_whatever_the_edges_said() {
+    // The wire went unread during the pause: what the peer sent meanwhile may not
+    // have reached an edge yet, so the close reads before it goes.
+    let (mut machine, mut conn) = machine(&[(1, Flow::Pause, b"x"), (4, Flow::Close, b"bye")]);
+    machine.received(&mut conn, TOKEN, b"hquit", false);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Send);
+    machine.sent(&mut conn, Ok(1));
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::HandHeld);
+    machine.hand_held(&mut conn, TOKEN);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Send);
+    machine.sent(&mut conn, Ok(3));
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Linger);
 }

@@ -1,0 +1,139 @@
+//! What is asked of a connection from outside its own callbacks: the orders of
+//! other connections' callbacks (resume, shut down, close, write, block, splice),
+//! its policies, and a graceful stop.
+
+use std::io;
+
+use super::calls::Call;
+use super::connection::{Connection, Life, Reading, Writing};
+use super::rules::{Machine, Stopping};
+use crate::reactor::config::{DrainPolicy, IdleTimeout, OUTPUT_BUDGET};
+use crate::reactor::protocol::{Closed, Protocol};
+
+impl<P: Protocol> Machine<P> {
+    /// Ends a pause: once its output is sent, `on_data` is called with what it holds.
+    pub(crate) fn resume(&mut self, conn: &mut Connection<P::Conn>) {
+        if let Reading::Paused { .. } = conn.reading {
+            conn.reading = Reading::Paused { awaiting_output: false };
+        }
+    }
+
+    /// Shuts the writing side down once the output is sent.
+    pub(crate) fn shutdown(&mut self, conn: &mut Connection<P::Conn>) {
+        if !conn.is_open() {
+            return;
+        }
+        conn.writing = match conn.writing {
+            Writing::Connecting { .. } => Writing::Connecting { then_shut: true },
+            Writing::Open => Writing::ShutRequested,
+            other => other,
+        };
+    }
+
+    /// Closes the connection once its output is sent, as if its own callback had
+    /// said so.
+    pub(crate) fn close_asked(&mut self, conn: &mut Connection<P::Conn>) {
+        self.close(conn, Call::Event);
+    }
+
+    pub(crate) fn set_idle_timeout(&mut self, conn: &mut Connection<P::Conn>, idle: IdleTimeout) {
+        conn.idle = idle;
+    }
+
+    pub(crate) fn set_drain_policy(&mut self, conn: &mut Connection<P::Conn>, policy: DrainPolicy) {
+        conn.drain = policy;
+    }
+
+    /// Bytes another connection writes to this one: whether the wire may take them
+    /// now (then [`sent_bytes`](Machine::sent_bytes) reports it). Otherwise they
+    /// are queued, or dropped when the connection is closing or shut down.
+    pub(crate) fn takes_bytes_now(&mut self, conn: &mut Connection<P::Conn>, bytes: &[u8]) -> bool {
+        if !conn.is_open() || conn.drops_output() || bytes.is_empty() {
+            return false;
+        }
+        if conn.sends_directly() {
+            return true;
+        }
+        conn.queue().push_bytes(bytes);
+        false
+    }
+
+    /// What the wire took of `bytes` another connection wrote; the rest is queued.
+    pub(crate) fn sent_bytes(
+        &mut self,
+        conn: &mut Connection<P::Conn>,
+        bytes: &[u8],
+        sent: io::Result<usize>,
+    ) {
+        match sent {
+            Ok(n) if n < bytes.len() => {
+                conn.ready.writable = false;
+                conn.queue().push_bytes(&bytes[n..]);
+            }
+            Ok(_) => {}
+            Err(e) => conn.life = Life::Over(Closed::WriteFailed(e.kind())),
+        }
+    }
+
+    /// Whether a connection written to is over the budget: then it blocks its
+    /// writer, whose reading stops until this one drains.
+    pub(crate) fn is_over_budget(&mut self, conn: &mut Connection<P::Conn>) -> bool {
+        let over = conn.unsent() > OUTPUT_BUDGET;
+        conn.blocking |= over;
+        over
+    }
+
+    /// Another connection's bytes wait for this one (in a splice's pipe): its
+    /// output drained, it lets the writer go on.
+    pub(crate) fn holds_back_a_writer(&mut self, conn: &mut Connection<P::Conn>) {
+        conn.blocking = true;
+    }
+
+    /// Stops `conn`'s reading for another connection's output. Returns whether it
+    /// was not stopped already.
+    pub(crate) fn block(&mut self, conn: &mut Connection<P::Conn>) -> bool {
+        !std::mem::replace(&mut conn.blocked, true)
+    }
+
+    /// Lets `conn` read again: the other connection drained.
+    pub(crate) fn unblock(&mut self, conn: &mut Connection<P::Conn>) {
+        conn.blocked = false;
+    }
+
+    /// Starts moving `conn`'s input on to another connection; returns what it held,
+    /// which goes first. `None` when it is not open.
+    pub(crate) fn splice(&mut self, conn: &mut Connection<P::Conn>) -> Option<Vec<u8>> {
+        if !conn.is_open() || matches!(conn.reading, Reading::Ended) {
+            return None;
+        }
+        conn.reading = Reading::Spliced;
+        conn.ready.readable = true;
+        Some(std::mem::take(&mut conn.held))
+    }
+
+    /// The connection `conn` fed is gone: its input reaches the protocol again.
+    pub(crate) fn unsplice(&mut self, conn: &mut Connection<P::Conn>) {
+        if matches!(conn.reading, Reading::Spliced) {
+            conn.reading = Reading::Open;
+        }
+    }
+
+    /// A graceful stop begins: the protocol is told, and closes linger from now on.
+    pub(crate) fn stop_begun(&mut self) {
+        if matches!(self.stopping, Stopping::No) {
+            self.stopping = Stopping::Grace;
+            self.protocol.on_drain();
+        }
+    }
+
+    /// The stop's grace is over: a connection that is idle is closed.
+    pub(crate) fn grace_over(&mut self) {
+        self.stopping = Stopping::ClosingIdle;
+    }
+
+    /// Whether a graceful stop may close `conn` now, as an idle one: nothing
+    /// pending, the protocol not busy, and not a connection the stop leaves alone.
+    pub(crate) fn may_close_idle(&self, conn: &Connection<P::Conn>) -> bool {
+        conn.has_nothing_pending() && !P::is_busy(&conn.state) && conn.drain == DrainPolicy::CloseWhenIdle
+    }
+}
