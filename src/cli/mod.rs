@@ -67,9 +67,9 @@ pub struct ServerArgs {
     #[arg(long, value_name = "SECS", default_value_t = 10)]
     pub shutdown_timeout: u64,
 
-    /// Seconds a draining worker keeps an idle keep-alive connection, so that a
-    /// client sending on it right then gets an answer (with Connection: close)
-    /// instead of a close under its feet.
+    /// Seconds a draining worker keeps an idle connection open, so that a client
+    /// sending on it right then is answered (and, if the protocol says so, told to
+    /// close) instead of closed under its feet.
     #[arg(long, value_name = "SECS", default_value_t = 1)]
     pub drain_grace: u64,
 
@@ -335,8 +335,12 @@ struct Standalone {
 }
 
 /// A whole server's `main`: parses [`ServerArgs`] from the command line, runs the
-/// workers (each building its protocol with `make_protocol`), prints what they
-/// report, and returns the exit status.
+/// workers (each building its protocol with `make_protocol`, in its own process:
+/// a protocol's state is per worker, never shared), prints what they report, and
+/// returns the exit status. A worker whose `make_protocol` fails says why and exits;
+/// the master restarts it, and gives up (exit status 1) when it fails at once five
+/// times in ten seconds. For a description and flags of your own, parse them
+/// yourself (clap, with [`ServerArgs`] flattened in) and call [`serve`].
 ///
 /// ```no_run
 /// use percore::listen::Opening;

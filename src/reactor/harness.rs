@@ -31,9 +31,9 @@ fn peer_edge(reads: PeerReads) -> Edge {
 /// [`take_output`](Harness::take_output), and moves the clock with
 /// [`advance`](Harness::advance), which fires the timers due.
 ///
-/// The harness starts with one connection, established and not yet opened
-/// ([`open`](Harness::open) calls `on_open`), which the methods without an id
-/// drive. Connections the protocol opens ([`Io::connect`](super::io::Io::connect))
+/// The harness starts with one connection, established, which the methods without
+/// an id drive; it is opened (`on_open`) before it is first driven, or when the test
+/// calls [`open`](Harness::open). Connections the protocol opens ([`Io::connect`](super::io::Io::connect))
 /// are listed by [`connecting`](Harness::connecting) until the test
 /// [establishes](Harness::establish) or [fails](Harness::fail_connect) them, and
 /// driven by the `_on` methods. A method given an id the harness never had
@@ -121,6 +121,8 @@ pub struct Harness<P: Protocol> {
     now: Instant,
     /// The harness's own connection.
     own: Token,
+    /// Whether `on_open` was called for it.
+    own_opened: bool,
 }
 
 impl<P: Protocol> Harness<P> {
@@ -137,7 +139,7 @@ impl<P: Protocol> Harness<P> {
         let own_peer = record.peer(None);
         let mut driver = Driver::new(Machine::new(protocol, &config, start), record);
         let own = driver.adopt(own_peer);
-        Harness { driver, start, now: start, own }
+        Harness { driver, start, now: start, own, own_opened: false }
     }
 
     /// The harness's own connection, which the methods without an id drive.
@@ -145,15 +147,28 @@ impl<P: Protocol> Harness<P> {
         ConnId::of(self.own)
     }
 
-    /// Calls [`Protocol::on_open`] for the harness's own connection.
+    /// Calls [`Protocol::on_open`] for the harness's own connection. The loop calls
+    /// it before anything else: so does the harness, before the first call that
+    /// drives the connection ([`receive`](Harness::receive), [`data`](Harness::data),
+    /// [`wake`](Harness::wake), [`input_end`](Harness::input_end)), if the test has
+    /// not called this first, to see what `on_open` says.
     ///
     /// # Panics
     ///
-    /// If it is closed or closing.
+    /// If it was opened already, or is closed.
     pub fn open(&mut self) -> Flow {
+        assert!(!self.own_opened, "Harness::open: the connection was opened already");
+        self.own_opened = true;
         let flow = self.driver.open(self.own);
         self.settle();
-        flow.expect("the harness's connection is open")
+        flow.expect("Harness::open: the harness's connection is closed")
+    }
+
+    /// Opens the harness's own connection if `id` is it and it was not opened yet.
+    fn opened(&mut self, id: ConnId) {
+        if id.token() == self.own && !self.own_opened {
+            self.open();
+        }
     }
 
     /// Calls [`Protocol::on_data`] with `input`, as it is: the caller keeps what
@@ -238,7 +253,9 @@ impl<P: Protocol> Harness<P> {
     }
 
     /// Everything written to the harness's own connection since the test last took
-    /// its output (see [`take_output_of`](Harness::take_output_of)).
+    /// its output, and what it writes while the test takes it: a protocol paused for
+    /// its output goes on, and its output is taken too, until it waits again (see
+    /// [`take_output_of`](Harness::take_output_of)).
     pub fn take_output(&mut self) -> Vec<u8> {
         self.take_output_of(self.id())
     }
@@ -320,6 +337,7 @@ impl<P: Protocol> Harness<P> {
     ///
     /// If the connection is closed.
     pub fn data_on(&mut self, id: ConnId, input: &[u8]) -> Verdict {
+        self.opened(id);
         let verdict = self.driver.data(id.token(), input);
         self.settle();
         verdict.unwrap_or_else(|| panic!("{id:?} is closed"))
@@ -330,6 +348,7 @@ impl<P: Protocol> Harness<P> {
     /// [`Harness`]). A connection being opened reads it once established; a
     /// closing or closed one drops it.
     pub fn receive_on(&mut self, id: ConnId, input: &[u8]) {
+        self.opened(id);
         let Some(slot) = self.driver.slot_mut(id.token()) else { return };
         slot.wire.unread.extend_from_slice(input);
         self.edge(id.token(), Edge { readable: true, ..Edge::default() });
@@ -338,6 +357,7 @@ impl<P: Protocol> Harness<P> {
     /// Calls [`Protocol::on_wake`] for connection `id`, as [`Io::wake`](super::io::Io::wake)
     /// does; `None` when it is closing or closed, and not called.
     pub fn wake_on(&mut self, id: ConnId) -> Option<Flow> {
+        self.opened(id);
         let flow = self.driver.wake(id.token());
         self.settle();
         flow
@@ -346,6 +366,7 @@ impl<P: Protocol> Harness<P> {
     /// The peer of connection `id` finishes sending: once what it sent is read,
     /// [`Protocol::on_input_end`] is called.
     pub fn input_end_on(&mut self, id: ConnId) {
+        self.opened(id);
         let Some(slot) = self.driver.slot_mut(id.token()) else { return };
         slot.wire.ended = true;
         self.edge(id.token(), Edge { readable: true, read_closed: true, ..Edge::default() });

@@ -155,8 +155,10 @@ pub trait Protocol {
         Flow::Close
     }
 
-    /// A connection is gone. `unconsumed` is the input the protocol left unconsumed
-    /// (after [`Closed::ByPeer`], a message delimited by the end of the stream).
+    /// A connection is gone. `unconsumed` is the input it held, received and not
+    /// consumed: after [`Closed::ByPeer`], a message delimited by the end of the
+    /// stream; after a reset or a timeout, a message cut short; after a close the
+    /// protocol asked for, nothing (what followed the close is never handed in).
     /// `io` names the connection and reaches the others (to close a partner, say);
     /// what is written to the connection itself is dropped.
     fn on_close(&mut self, _conn: &mut Self::Conn, _closed: Closed, _unconsumed: &[u8], _io: &mut Io<'_>) {}
