@@ -12,7 +12,7 @@ use std::io::ErrorKind;
 use percore::reactor::{Closed, ConnId, Flow, Harness};
 
 use super::outcome::{Outcome, Received};
-use super::protocol::{Scripted, Targets, ACCEPTED};
+use super::protocol::{Known, Scripted, Targets, ACCEPTED};
 use super::script::Step;
 
 /// What the harness did: its outcome, and, after the opening and after each step,
@@ -28,8 +28,8 @@ pub struct Expected {
 const MAX_ROUNDS: usize = 1000;
 
 /// Runs `script` through a harness.
-pub fn through_the_harness(script: &[Step], targets: Targets) -> Expected {
-    let mut side = HarnessSide::new(targets);
+pub fn through_the_harness(script: &[Step], targets: Targets, known: Known) -> Expected {
+    let mut side = HarnessSide::new(targets, known);
     let mut after = vec![Some(side.outcome())];
     for step in script {
         let taken = side.take(step);
@@ -54,13 +54,14 @@ struct HarnessSide {
     /// Connections told of their input's end.
     input_ended: BTreeSet<char>,
     /// What a connection held when its input ended and it said close: the loop
-    /// hands that to `on_close`; the harness forgets it then, so it is kept here.
+    /// hands that to `on_close`; the harness forgets it then (see
+    /// `what_is_held_when_the_input_ends_stays_unconsumed`), so it is kept here.
     held_at_end: BTreeMap<char, Vec<u8>>,
 }
 
 impl HarnessSide {
-    fn new(targets: Targets) -> HarnessSide {
-        let mut harness = Harness::new(Scripted::new(targets));
+    fn new(targets: Targets, known: Known) -> HarnessSide {
+        let mut harness = Harness::new(Scripted::new(targets, known));
         assert_eq!(harness.open(), Flow::Continue);
         let clients = BTreeMap::from([(ACCEPTED, Received::default())]);
         let mut side = HarnessSide {
@@ -205,7 +206,8 @@ impl HarnessSide {
                     (true, false) => continue,
                     // Lingered, and found the end of the stream at once.
                     (true, true) => Closed::Done,
-                    // As the loop says (Closed's docs would say Done).
+                    // As the loop says: see
+                    // `a_connection_whose_input_ended_closed_by_another_is_told_done`.
                     (false, true) => Closed::ByPeer,
                     (false, false) => Closed::Done,
                 };

@@ -6,36 +6,47 @@
 //! every client, and the same ends of streams.
 //!
 //! - `command`: the commands, one a line, that the protocol obeys;
-//! - `protocol`: the protocol, which logs every callback;
-//! - `script`: the clients' steps;
+//! - `protocol`: the protocol, which logs every callback, and (`protocol/known.rs`)
+//!   the divergences found so far, which it steers clear of in the property;
+//! - `script`: the clients' steps, and how proptest makes them;
 //! - `harness_side`: a script through the harness, which also says what the loop
 //!   should have done after each step;
 //! - `loop_side`: a script through the loop, each step taken once the loop did that;
-//! - `outcome`: what a run gave, and the comparison.
+//! - `outcome`: what a run gave, and the comparison;
+//! - `divergences`: the divergences found, each as an ignored test.
 //!
 //! A client sends a step only once everything the previous one set off has
 //! happened (timers' callbacks included), so nothing depends on how fast either
 //! side is; nothing here measures time.
 
 mod command;
+mod divergences;
 mod harness_side;
 mod loop_side;
 mod outcome;
 mod protocol;
 mod script;
 
+use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
+
 use command::{Command, Delay, OnTimer};
 use harness_side::through_the_harness;
 use loop_side::LoopSide;
 use outcome::{assert_agree, Outcome};
-use protocol::ACCEPTED;
+use protocol::{Known, ACCEPTED};
 use script::{send, Step};
 
-/// Runs `script` through the harness and through the loop; they must agree.
-/// Returns what they gave.
+/// Runs `script` through the harness and through the loop, steering clear of the
+/// known divergences; they must agree. Returns what they gave.
 fn agree(script: &[Step]) -> Outcome {
-    let real = LoopSide::start();
-    let expected = through_the_harness(script, real.targets());
+    agree_where(script, Known::Avoided)
+}
+
+/// Runs `script` through both, the known divergences avoided or met as `known` says.
+fn agree_where(script: &[Step], known: Known) -> Outcome {
+    let real = LoopSide::start(known);
+    let expected = through_the_harness(script, real.targets(), known);
     let (outcome, stopped) = real.run(script, &expected);
     assert_agree(script, &expected.outcome, &outcome, stopped.as_deref());
     outcome
@@ -128,6 +139,33 @@ fn a_connection_that_said_close_hears_from_no_timer_nor_wake() {
     )];
     let outcome = agree(&script);
     assert_eq!(accepted(&outcome), ("hi a\nbye\n", true));
+}
+
+/// Cases per run of the property: each runs a real loop, for some tens of
+/// milliseconds (`PROPTEST_CASES` asks for more).
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|cases| cases.parse().ok()).unwrap_or(100)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: cases(),
+        // Beside this file: `tests/harness_loop/main.proptest-regressions`.
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn the_harness_and_the_loop_agree_on_any_script(script in script::script(24)) {
+        agree(&script);
+    }
+
+    #[test]
+    fn every_command_is_read_back_as_itself(command in script::command()) {
+        // A typo in a rendering would make a step test nothing, and both drivers
+        // would still agree.
+        prop_assert_eq!(Command::parse(command.render().as_bytes()), Some(command));
+    }
 }
 
 #[test]

@@ -9,6 +9,10 @@ use std::time::{Duration, Instant};
 use percore::reactor::{Closed, ConnId, Flow, Io, Protocol, Then, Verdict};
 
 use super::command::{Command, Delay, OnTimer};
+pub use known::Known;
+use known::Place;
+
+mod known;
 
 /// The name of the one accepted connection; the protocol names the ones it opens
 /// as the command that opens them says. ConnIds differ between the harness and the
@@ -28,6 +32,7 @@ pub struct Targets {
 #[derive(Debug)]
 pub struct Scripted {
     targets: Targets,
+    known: Known,
     names: HashMap<ConnId, char>,
     ids: HashMap<char, ConnId>,
     /// The connections opened to the test's listener, in the order opened: the
@@ -48,10 +53,18 @@ pub struct Scripted {
     /// bytes after it). A close then lingers in the loop (DESIGN.md: "lingering if
     /// the peer may still be sending: input held or unread").
     holding: HashSet<char>,
+    /// The connections said to close (by their own callback, or `close`), until
+    /// the protocol hears of their close.
+    closing: HashSet<char>,
     /// The connections whose last `on_data` paused before a `pause` or `hold` line,
     /// which their next call skips. So a pause always holds input, and the protocol
     /// always hears when it ends.
     paused: HashSet<char>,
+    /// The connections whose input ended, left open for writing.
+    input_ended: HashSet<char>,
+    /// The connections the `on_data` under way asked for something that calls
+    /// them back (a wake, a resume, a shut-down or a close).
+    calling_back: HashSet<char>,
     log: Vec<String>,
 }
 
@@ -66,9 +79,10 @@ pub struct Line {
 }
 
 impl Scripted {
-    pub fn new(targets: Targets) -> Scripted {
+    pub fn new(targets: Targets, known: Known) -> Scripted {
         Scripted {
             targets,
+            known,
             names: HashMap::new(),
             ids: HashMap::new(),
             opened: Vec::new(),
@@ -76,7 +90,10 @@ impl Scripted {
             timer: None,
             wakes: VecDeque::new(),
             holding: HashSet::new(),
+            closing: HashSet::new(),
             paused: HashSet::new(),
+            input_ended: HashSet::new(),
+            calling_back: HashSet::new(),
             log: Vec::new(),
         }
     }
@@ -127,7 +144,18 @@ impl Scripted {
     }
 
     /// Carries out one command of connection `name`; `Some` when it ends the call.
-    fn obey(&mut self, name: char, conn: &mut Line, command: Command, io: &mut Io<'_>) -> Option<Then> {
+    fn obey(
+        &mut self,
+        name: char,
+        conn: &mut Line,
+        command: Command,
+        place: Place,
+        io: &mut Io<'_>,
+    ) -> Option<Then> {
+        if self.known == Known::Avoided && self.known_divergence(name, &command, place) {
+            io.write(format!("no {}\n", command.render()).as_bytes());
+            return None;
+        }
         // A name no connection has is answered `no NAME`.
         let id_of = |protocol: &Scripted, to: char, io: &mut Io<'_>| {
             let id = protocol.id(to);
@@ -136,6 +164,7 @@ impl Scripted {
             }
             id
         };
+        self.calling_back.extend(Scripted::called_back(&command));
         match command {
             Command::Say(text) => io.write(format!("{text}\n").as_bytes()),
             Command::To(to, text) => {
@@ -192,6 +221,7 @@ impl Scripted {
             }
             Command::Close(to) => {
                 if let Some(id) = id_of(self, to, io) {
+                    self.closing.insert(to);
                     io.close(id);
                 }
             }
@@ -241,6 +271,9 @@ impl Protocol for Scripted {
 
     fn on_data(&mut self, conn: &mut Line, input: &[u8], io: &mut Io<'_>) -> Verdict {
         let name = self.name(io);
+        let after_held = self.holding.contains(&name);
+        let going_on = self.paused.contains(&name);
+        self.calling_back.clear();
         let mut consumed = 0;
         let mut then = Then::Read;
         while let Some(end) = input[consumed..].iter().position(|&b| b == b'\n') {
@@ -252,18 +285,21 @@ impl Protocol for Scripted {
             }
             let command = Command::parse(line);
             match command {
-                Some(command) => match self.obey(name, conn, command, io) {
-                    Some(Then::Pause) => {
-                        then = Then::Pause;
-                        break;
+                Some(command) => {
+                    let place = Place { after_held, going_on, last: consumed + end + 1 == input.len() };
+                    match self.obey(name, conn, command, place, io) {
+                        Some(Then::Pause) => {
+                            then = Then::Pause;
+                            break;
+                        }
+                        Some(ended) => {
+                            consumed += end + 1;
+                            then = ended;
+                            break;
+                        }
+                        None => {}
                     }
-                    Some(ended) => {
-                        consumed += end + 1;
-                        then = ended;
-                        break;
-                    }
-                    None => {}
-                },
+                }
                 None => io.write(format!("? {}\n", String::from_utf8_lossy(line)).as_bytes()),
             }
             consumed += end + 1;
@@ -272,6 +308,9 @@ impl Protocol for Scripted {
             self.holding.insert(name);
         } else {
             self.holding.remove(&name);
+        }
+        if then == Then::Close {
+            self.closing.insert(name);
         }
         let verdict = Verdict { consumed, then };
         self.record(name, format!("data {:?} {verdict:?}", String::from_utf8_lossy(input)), io);
@@ -301,6 +340,9 @@ impl Protocol for Scripted {
                 }
             }
         }
+        if flow == Flow::Close {
+            self.closing.insert(name);
+        }
         self.record(name, format!("timer {flow:?}"), io);
         flow
     }
@@ -319,6 +361,10 @@ impl Protocol for Scripted {
         let name = self.name(io);
         io.write(b"end\n");
         let flow = if conn.stays { Flow::Continue } else { Flow::Close };
+        match flow {
+            Flow::Continue => self.input_ended.insert(name),
+            Flow::Close => self.closing.insert(name),
+        };
         self.record(name, format!("input end {flow:?}"), io);
         flow
     }
@@ -332,7 +378,7 @@ impl Protocol for Scripted {
             self.connecting = None;
         }
         self.wakes.retain(|&(woken, _)| woken != name);
-        for names in [&mut self.holding, &mut self.paused] {
+        for names in [&mut self.holding, &mut self.closing, &mut self.paused, &mut self.input_ended] {
             names.remove(&name);
         }
 
