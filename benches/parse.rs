@@ -2,7 +2,7 @@
 //! browser-sized one (about 700 bytes of headers), in bytes per second.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use percore::http::{parse, Limits, Status};
+use percore::http::{parse, Limits, Parsed};
 
 const SHORT: &[u8] = b"GET / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n";
 
@@ -13,7 +13,7 @@ fn bench(c: &mut Criterion) {
     let limits = Limits::default();
     let mut group = c.benchmark_group("parse");
     for (name, request) in [("short", SHORT), ("browser", BROWSER)] {
-        assert!(matches!(parse(request, &limits), Ok(Status::Complete(_))), "{name} must parse");
+        assert!(matches!(parse(request, &limits), Ok(Parsed::Complete(_))), "{name} must parse");
         group.throughput(Throughput::Bytes(request.len() as u64));
         group.bench_function(name, |b| b.iter(|| parse(std::hint::black_box(request), &limits)));
     }

@@ -23,6 +23,7 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::Parser;
 use percore::cli::{self, ServerArgs};
@@ -39,9 +40,10 @@ struct Args {
     #[arg(long, value_name = "ADDR", required = true)]
     backend: Vec<SocketAddr>,
 
-    /// Seconds a backend may take to accept a connection; then its client is closed.
+    /// Seconds a backend may take to accept a connection; then its client is closed
+    /// (0: no limit).
     #[arg(long, value_name = "SECS", default_value_t = 5)]
-    connect_timeout: u32,
+    connect_timeout: u64,
 
     /// How bytes cross: `copy` (read into the loop's buffer, written on), `splice`
     /// (through a kernel pipe, never copied to user memory), or `auto`: copied, until
@@ -153,7 +155,8 @@ fn main() -> ExitCode {
     let args = Args::parse();
     // Either side may speak first (SMTP, say): a connection is accepted at once.
     let mut options = args.server.options(Opening::ServerSpeaksFirst);
-    options.reactor.connect_timeout = args.connect_timeout;
+    options.reactor.connect_timeout =
+        Some(Duration::from_secs(args.connect_timeout)).filter(|t| !t.is_zero());
     cli::serve(&options, move || {
         Ok(Relay {
             backends: args.backend.clone(),

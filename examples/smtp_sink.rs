@@ -162,7 +162,7 @@ impl Sink {
                 "250 2.0.0 OK: message accepted and dropped"
             };
             if verdict.starts_with('5') {
-                self.counts.errors += 1;
+                self.counts.refused += 1;
             }
             self.reply(io, verdict);
             *session = Session { greeted: true, ..Session::default() };

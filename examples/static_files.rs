@@ -68,7 +68,7 @@ use std::time::SystemTime;
 
 use clap::Parser;
 use percore::cli::{self, ServerArgs};
-use percore::http::{http_date, Limits, Method, Progress, Request, Status, Version, DATE_LEN};
+use percore::http::{http_date, Limits, Method, Parsed, Progress, Request, Version, DATE_LEN};
 use percore::listen::Opening;
 use percore::reactor::{Counts, Io, Protocol, Verdict};
 
@@ -135,7 +135,7 @@ impl StaticFiles {
     fn write_head(&mut self, io: &mut Io<'_>, head: &Head<'_>) {
         self.counts.requests += 1;
         if head.status >= 400 {
-            self.counts.errors += 1;
+            self.counts.refused += 1;
         }
         // Writing to an Io cannot fail: it copies to the output.
         let _ = write!(io, "HTTP/1.1 {} {}\r\nDate: ", head.status, reason(head.status));
@@ -238,8 +238,8 @@ impl Protocol for StaticFiles {
                 return Verdict::pause(at);
             }
             let request = match conn.progress.parse(&input[at..], &self.limits) {
-                Ok(Status::Partial) => return Verdict::keep(at),
-                Ok(Status::Complete(request)) => request,
+                Ok(Parsed::Partial) => return Verdict::keep(at),
+                Ok(Parsed::Complete(request)) => request,
                 Err(error) => {
                     conn.progress = Progress::default();
                     // Where this request ends is unknown: answer, and close.

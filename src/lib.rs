@@ -49,12 +49,14 @@
 //!   and a [`Harness`](reactor::Harness) to test a protocol without sockets.
 //! - [`worker`]: the master and its pinned worker processes, for any protocol.
 //! - [`http`]: the request parse, prebuilt responses and the `Date` slot, the
-//!   [`Hello`](http::Hello) protocol, and the client side's response parse.
+//!   [`Hello`](http::Hello) protocol, and the client side's response parse
+//!   ([`ResponseReader`](http::ResponseReader): a response's head, then its body).
 //! - [`listen`]: the listening socket, for a loop run without the workers.
 //! - `cli` (feature `cli`, on by default): the command line of a server on the
-//!   loop, shared by `percore serve` and the examples; clap alone. The default
-//!   features also build the `percore` binary's load generator (feature `bin`): a
-//!   server of your own takes `default-features = false, features = ["cli"]`.
+//!   loop, shared by `percore serve` and the examples; clap alone. Without it
+//!   (`default-features = false`) the library is built on libc, socket2 and
+//!   core_affinity alone. The `percore` binary, its load generator among it, is a
+//!   crate of its own (`percore-bin`).
 
 #![deny(missing_docs, missing_debug_implementations, rust_2018_idioms)]
 #![deny(clippy::undocumented_unsafe_blocks)]

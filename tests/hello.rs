@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use percore::http::{Hello, HelloConfig};
-use percore::reactor::{Counts, Harness, Protocol, Then};
+use percore::reactor::{Counts, Flow, Harness, Protocol};
 
 const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
 
@@ -46,10 +46,10 @@ fn answers_and_refusals_are_counted() {
     let mut harness = hello(HelloConfig::default());
     assert_eq!(harness.protocol().counts(), Counts::default());
     harness.data(&GET.repeat(2));
-    assert_eq!(harness.protocol().counts(), Counts { requests: 2, errors: 0 });
+    assert_eq!(harness.protocol().counts(), Counts { requests: 2, refused: 0 });
     let verdict = harness.data(b"G(T / HTTP/1.1\r\n\r\n");
-    assert_eq!(verdict.then, Then::Close, "a refusal closes");
-    assert_eq!(harness.protocol().counts(), Counts { requests: 3, errors: 1 }, "a refusal is an answer too");
+    assert_eq!(verdict.flow, Flow::Close, "a refusal closes");
+    assert_eq!(harness.protocol().counts(), Counts { requests: 3, refused: 1 }, "a refusal is an answer too");
 }
 
 #[test]
@@ -59,7 +59,7 @@ fn in_a_graceful_stop_the_last_request_received_is_answered_with_close() {
     assert!(!String::from_utf8_lossy(&harness.take_output()).contains("Connection: close"));
     harness.drain();
     let verdict = harness.data(&GET.repeat(2));
-    assert_eq!(verdict.then, Then::Close, "the connection closes after the last answer");
+    assert_eq!(verdict.flow, Flow::Close, "the connection closes after the last answer");
     let output = String::from_utf8_lossy(&harness.take_output()).into_owned();
     let answers: Vec<&str> = output.split("HTTP/1.1 200 OK").skip(1).collect();
     assert_eq!(answers.len(), 2, "{output}");

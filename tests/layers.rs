@@ -1,6 +1,10 @@
-//! The layers DESIGN.md draws, checked against the code: every module of `src/`
-//! uses only the layers its row of DESIGN.md's table says it may ("Layers"), and
-//! no two files of one directory use each other, directly or round a longer circle.
+//! The layers DESIGN.md draws, checked against the code: every module of the library
+//! (`src/`) and of the `percore` binary (`percore-bin/src/`) uses only the layers its
+//! row of DESIGN.md's table says it may ("Layers"), each row's modules are in the
+//! crate the row names, no two files of one directory use each other, directly or
+//! round a longer circle, and no file reaches into the module that declares it (its
+//! `mod.rs`, `lib.rs` or `main.rs`) for an item of that file's own: a file uses its
+//! siblings, and its parent only declares and re-exports them.
 //!
 //! What counts as a use: a path `crate::NAME` or `percore::NAME` (the binary's files
 //! reach the library by its name) outside comments, in the code each file builds
@@ -11,8 +15,32 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// The modules of the binary: its `crate::` is the binary, not the library.
-const BINARY: [&str; 5] = ["main", "commands", "tune", "units", "bench"];
+/// The two crates of the workspace, by the directory of their sources (from the
+/// repository's root, where the library's tests run).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Crate {
+    Library,
+    Binary,
+}
+
+impl Crate {
+    const ALL: [Crate; 2] = [Crate::Library, Crate::Binary];
+
+    fn sources(self) -> &'static Path {
+        Path::new(match self {
+            Crate::Library => "src",
+            Crate::Binary => "percore-bin/src",
+        })
+    }
+}
+
+/// A row of DESIGN.md's table: the crate its layers are modules of, and the layers
+/// they may use.
+#[derive(Debug)]
+struct Row {
+    krate: Crate,
+    may_use: BTreeSet<String>,
+}
 
 /// Every `.rs` file under `dir`, sorted.
 fn rust_files(dir: &Path) -> Vec<PathBuf> {
@@ -56,33 +84,39 @@ fn names_after<'a>(code: &'a str, prefix: &'a str) -> impl Iterator<Item = &'a s
     })
 }
 
-/// The layer a file of `src/` belongs to: its first path component, or its name.
+/// The layer a file belongs to: the first component of its path under its crate's
+/// sources, or its name.
 fn layer_of(relative: &Path) -> String {
-    let first = relative.components().next().expect("a path under src").as_os_str().to_string_lossy();
+    let first = relative.components().next().expect("a path under the sources").as_os_str().to_string_lossy();
     first.trim_end_matches(".rs").to_string()
 }
 
-/// The layers each file of `layer` uses, by the paths in `code`.
-fn layers_used(layer: &str, code: &str, library_layers: &BTreeSet<String>) -> BTreeSet<String> {
+/// The layers each file of `layer`, in `krate`, uses, by the paths in `code`;
+/// `layers` are those of the table, each with its crate.
+fn layers_used(layer: &str, krate: Crate, code: &str, layers: &BTreeMap<String, Row>) -> BTreeSet<String> {
+    let of = |name: &str, wanted: Crate| layers.get(name).is_some_and(|row| row.krate == wanted);
     let mut used = BTreeSet::new();
-    if BINARY.contains(&layer) {
-        used.extend(names_after(code, "percore::").map(str::to_string));
-        // The binary's own modules, or an item of main.rs (crate::size).
-        for name in names_after(code, "crate::") {
-            used.insert(if BINARY.contains(&name) { name.to_string() } else { "main".to_string() });
+    match krate {
+        Crate::Binary => {
+            used.extend(names_after(code, "percore::").map(str::to_string));
+            // The binary's own modules, or an item of main.rs (crate::size).
+            for name in names_after(code, "crate::") {
+                used.insert(if of(name, Crate::Binary) { name.to_string() } else { "main".to_string() });
+            }
         }
-    } else {
-        used.extend(
-            names_after(code, "crate::").filter(|name| library_layers.contains(*name)).map(str::to_string),
-        );
+        Crate::Library => {
+            let library = names_after(code, "crate::").filter(|name| of(name, Crate::Library));
+            used.extend(library.map(str::to_string));
+        }
     }
     used.remove(layer);
     used
 }
 
-/// DESIGN.md's layer table: each layer, and the layers it may use ("everything
-/// above" is every layer of the rows before it).
-fn design_table() -> BTreeMap<String, BTreeSet<String>> {
+/// DESIGN.md's layer table: each layer, its crate (a row that starts with
+/// `percore-bin:` is the binary's, the others the library's), and the layers it may
+/// use ("everything above" is every layer of the rows before it).
+fn design_table() -> BTreeMap<String, Row> {
     let design = std::fs::read_to_string("DESIGN.md").expect("reading DESIGN.md");
     let section = design.split("## Layers").nth(1).expect("DESIGN.md has a Layers section");
     let rows =
@@ -92,6 +126,10 @@ fn design_table() -> BTreeMap<String, BTreeSet<String>> {
     for row in rows.skip(2) {
         let cells: Vec<&str> = row.split('|').map(str::trim).collect();
         let (names, may_use) = (cells[1], cells[3]);
+        let (krate, names) = match names.strip_prefix("percore-bin:") {
+            Some(names) => (Crate::Binary, names),
+            None => (Crate::Library, names),
+        };
         let layers: Vec<String> = names.split('`').skip(1).step_by(2).map(str::to_string).collect();
         assert!(!layers.is_empty(), "a row of DESIGN.md's layer table names no layer: {row}");
         let allowed: BTreeSet<String> = if may_use.contains("everything above") {
@@ -104,7 +142,7 @@ fn design_table() -> BTreeMap<String, BTreeSet<String>> {
                 .collect()
         };
         for layer in &layers {
-            table.insert(layer.clone(), allowed.clone());
+            table.insert(layer.clone(), Row { krate, may_use: allowed.clone() });
         }
         above.extend(layers);
     }
@@ -114,28 +152,33 @@ fn design_table() -> BTreeMap<String, BTreeSet<String>> {
 #[test]
 fn every_layer_uses_only_what_design_md_says_it_may() {
     let table = design_table();
-    let library_layers: BTreeSet<String> =
-        table.keys().filter(|layer| !BINARY.contains(&layer.as_str())).cloned().collect();
     let mut wrong = Vec::new();
-    for path in rust_files(Path::new("src")) {
-        let relative = path.strip_prefix("src").expect("under src");
-        let layer = layer_of(relative);
-        if layer == "lib" {
-            continue;
-        }
-        let allowed = table
-            .get(&layer)
-            .unwrap_or_else(|| panic!("{} is in no row of DESIGN.md's table", path.display()));
-        for used in layers_used(&layer, &code_of(&path), &library_layers) {
-            if !allowed.contains(&used) {
-                wrong.push(format!("{} ({layer}) uses {used}", path.display()));
+    for krate in Crate::ALL {
+        for path in rust_files(krate.sources()) {
+            let relative = path.strip_prefix(krate.sources()).expect("under its crate's sources");
+            let layer = layer_of(relative);
+            if krate == Crate::Library && layer == "lib" {
+                continue;
+            }
+            let row = table
+                .get(&layer)
+                .unwrap_or_else(|| panic!("{} is in no row of DESIGN.md's table", path.display()));
+            if row.krate != krate {
+                let (file, there, listed) =
+                    (path.display(), krate.sources().display(), row.krate.sources().display());
+                wrong.push(format!("{file} ({layer}) is in {there}, where its row says {listed}"));
+            }
+            for used in layers_used(&layer, krate, &code_of(&path), &table) {
+                if !row.may_use.contains(&used) {
+                    wrong.push(format!("{} ({layer}) uses {used}", path.display()));
+                }
             }
         }
     }
     assert!(wrong.is_empty(), "uses DESIGN.md's layer table does not allow:\n{}", wrong.join("\n"));
 }
 
-/// The sibling files (and directories with a `mod.rs`) of each directory of `src/`.
+/// The sibling files (and directories with a `mod.rs`) of each directory of `files`.
 fn siblings(files: &[PathBuf]) -> BTreeMap<PathBuf, BTreeSet<String>> {
     let mut by_dir: BTreeMap<PathBuf, BTreeSet<String>> = BTreeMap::new();
     for path in files {
@@ -178,9 +221,10 @@ fn siblings_used(code: &str, sibling_names: &BTreeSet<String>, own: &str, throug
     used
 }
 
-/// `crate::PATH::` for a directory of `src/`: how its files are named from anywhere.
-fn path_through(dir: &Path) -> String {
-    let relative = dir.strip_prefix("src").expect("under src");
+/// `crate::PATH::` for a directory of `krate`: how its files are named from anywhere
+/// in their crate.
+fn path_through(krate: Crate, dir: &Path) -> String {
+    let relative = dir.strip_prefix(krate.sources()).expect("under its crate's sources");
     let parts: Vec<String> =
         relative.components().map(|c| c.as_os_str().to_string_lossy().to_string()).collect();
     format!("crate::{}", parts.iter().map(|part| format!("{part}::")).collect::<String>())
@@ -209,11 +253,21 @@ fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
 
 #[test]
 fn no_two_files_of_a_directory_use_each_other() {
-    let files = rust_files(Path::new("src"));
+    let mut found = Vec::new();
+    for krate in Crate::ALL {
+        found.extend(circles_in(krate));
+    }
+    assert!(found.is_empty(), "files that use each other, round a circle:\n{}", found.join("\n"));
+}
+
+/// The circles between the files of each directory of `krate`, each as its directory
+/// and the names round it.
+fn circles_in(krate: Crate) -> Vec<String> {
+    let files = rust_files(krate.sources());
     let by_dir = siblings(&files);
     let mut found = Vec::new();
     for (dir, names) in &by_dir {
-        let through = path_through(dir);
+        let through = path_through(krate, dir);
         let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for path in files.iter().filter(|path| path.parent() == Some(dir.as_path())) {
             let own = path.file_stem().expect("a name").to_string_lossy().to_string();
@@ -238,5 +292,72 @@ fn no_two_files_of_a_directory_use_each_other() {
             found.push(format!("{}: {}", dir.display(), circle.join(" → ")));
         }
     }
-    assert!(found.is_empty(), "files that use each other, round a circle:\n{}", found.join("\n"));
+    found
+}
+
+/// The first segment of each path a file's code names after `prefix`: after
+/// `super::`, the name itself, and inside `super::{...}`, the first segment of each
+/// path of the group.
+fn first_segments_after(code: &str, prefix: &str) -> BTreeSet<String> {
+    // A path's start: `super::super::x` names the grandparent's `x`, not a parent's.
+    let starts = |at: usize| !code[..at].ends_with("::");
+    let mut names: BTreeSet<String> = code
+        .match_indices(prefix)
+        .filter(|&(at, _)| starts(at))
+        .flat_map(|(at, _)| names_after(&code[at..], prefix).next())
+        .map(str::to_string)
+        .collect();
+    let group_start = format!("{prefix}{{");
+    for (at, _) in code.match_indices(&group_start).filter(|&(at, _)| starts(at)) {
+        let group = &code[at + group_start.len()..];
+        let (mut depth, mut item_start) = (1, 0);
+        for (i, c) in group.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' | ',' if depth == 1 => {
+                    let item = group[item_start..i].trim();
+                    let end = item.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(item.len());
+                    if end > 0 {
+                        names.insert(item[..end].to_string());
+                    }
+                    item_start = i + 1;
+                    if c == '}' {
+                        break;
+                    }
+                }
+                '}' => depth -= 1,
+                _ => {}
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn no_file_reaches_into_the_module_that_declares_it() {
+    let mut found = Vec::new();
+    for krate in Crate::ALL {
+        let files = rust_files(krate.sources());
+        let by_dir = siblings(&files);
+        for path in &files {
+            let own = path.file_stem().expect("a name").to_string_lossy().to_string();
+            if matches!(own.as_str(), "mod" | "lib" | "main") {
+                continue;
+            }
+            let dir = path.parent().expect("a directory");
+            let names = by_dir.get(dir).cloned().unwrap_or_default();
+            let code = code_of(path);
+            let mut used = first_segments_after(&code, "super::");
+            if dir != krate.sources() {
+                // `crate::reactor::Item` from inside reactor/ is the parent's item too.
+                used.extend(first_segments_after(&code, &path_through(krate, dir)));
+            }
+            for name in used {
+                if !names.contains(&name) && name != "super" {
+                    found.push(format!("{} uses {name} of the module that declares it", path.display()));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "files that reach into their parent module:\n{}", found.join("\n"));
 }

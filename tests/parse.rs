@@ -1,10 +1,10 @@
 //! The request parse, on byte slices: valid requests, every prefix, every split.
 
-use percore::http::{parse, Error, Limits, Method, Progress, Request, Status, Version};
+use percore::http::{parse, Error, Limits, Method, Parsed, Progress, Request, Version};
 
 fn complete(buf: &[u8]) -> Request<'_> {
     match parse(buf, &Limits::default()) {
-        Ok(Status::Complete(request)) => request,
+        Ok(Parsed::Complete(request)) => request,
         other => panic!("{:?}: expected a complete request, got {other:?}", String::from_utf8_lossy(buf)),
     }
 }
@@ -77,7 +77,7 @@ fn every_proper_prefix_is_partial() {
         for end in 0..full.len() {
             assert_eq!(
                 parse(&full[..end], &Limits::default()),
-                Ok(Status::Partial),
+                Ok(Parsed::Partial),
                 "prefix of {end} bytes of {:?}",
                 String::from_utf8_lossy(full)
             );
@@ -91,8 +91,8 @@ fn a_request_split_at_every_position_parses_the_same() {
     for split in 0..BROWSER.len() {
         let mut progress = Progress::default();
         let limits = Limits::default();
-        assert_eq!(progress.parse(&BROWSER[..split], &limits), Ok(Status::Partial), "split at {split}");
-        assert_eq!(progress.parse(BROWSER, &limits), Ok(Status::Complete(whole)), "split at {split}");
+        assert_eq!(progress.parse(&BROWSER[..split], &limits), Ok(Parsed::Partial), "split at {split}");
+        assert_eq!(progress.parse(BROWSER, &limits), Ok(Parsed::Complete(whole)), "split at {split}");
     }
 }
 
@@ -101,9 +101,9 @@ fn a_request_arriving_byte_by_byte_parses_the_same() {
     let mut progress = Progress::default();
     let limits = Limits::default();
     for end in 1..BROWSER.len() {
-        assert_eq!(progress.parse(&BROWSER[..end], &limits), Ok(Status::Partial));
+        assert_eq!(progress.parse(&BROWSER[..end], &limits), Ok(Parsed::Partial));
     }
-    assert_eq!(progress.parse(BROWSER, &limits), Ok(Status::Complete(complete(BROWSER))));
+    assert_eq!(progress.parse(BROWSER, &limits), Ok(Parsed::Complete(complete(BROWSER))));
 }
 
 #[test]
@@ -176,10 +176,10 @@ fn a_request_line_and_a_head_exactly_at_their_limits_are_taken() {
     let request = b"GET /abcdef HTTP/1.1\r\nHost: a\r\n\r\n";
     let line = request.iter().position(|&b| b == b'\r').unwrap();
     let exact = Limits { request_line: line, head: request.len() };
-    assert!(matches!(parse(request, &exact), Ok(Status::Complete(_))));
+    assert!(matches!(parse(request, &exact), Ok(Parsed::Complete(_))));
     assert_eq!(
         parse(&request[..line], &exact),
-        Ok(Status::Partial),
+        Ok(Parsed::Partial),
         "the line at the limit, its end not yet in"
     );
     let line_over = Limits { request_line: line - 1, ..exact };
@@ -204,10 +204,10 @@ fn a_partial_head_at_the_limit_waits_and_one_byte_over_is_refused() {
     let head = format!("GET / HTTP/1.1\r\nHost: a\r\nX: {}", "b".repeat(64));
     let (at_limit, over) = (&head.as_bytes()[..64], &head.as_bytes()[..65]);
     let mut progress = Progress::default();
-    assert_eq!(progress.parse(&at_limit[..20], &limits), Ok(Status::Partial), "the line has ended");
-    assert_eq!(progress.parse(at_limit, &limits), Ok(Status::Partial), "64 bytes: may still end in time");
+    assert_eq!(progress.parse(&at_limit[..20], &limits), Ok(Parsed::Partial), "the line has ended");
+    assert_eq!(progress.parse(at_limit, &limits), Ok(Parsed::Partial), "64 bytes: may still end in time");
     assert_eq!(progress.parse(over, &limits), Err(Error::HeadTooLarge), "65 bytes cannot");
-    assert_eq!(parse(at_limit, &limits), Ok(Status::Partial), "a fresh parse agrees");
+    assert_eq!(parse(at_limit, &limits), Ok(Parsed::Partial), "a fresh parse agrees");
     assert_eq!(parse(over, &limits), Err(Error::HeadTooLarge), "a fresh parse agrees");
 }
 

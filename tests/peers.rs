@@ -299,7 +299,7 @@ fn open_after<F: FnOnce(&mut Reactor<Policies>)>(
 
 #[test]
 fn a_connection_that_opts_out_of_the_idle_timeout_outlives_it() {
-    let config = Config { idle_timeout: 1, ..Config::default() };
+    let config = Config { idle_timeout: Some(Duration::from_secs(1)), ..Config::default() };
     let keep = Policies { idle: IdleTimeout::Never, drain: DrainPolicy::CloseWhenIdle };
     assert!(open_after(keep, config, Duration::from_secs(3), |_| {}), "closed by the idle timeout");
     let default = Policies { idle: IdleTimeout::FromConfig, drain: DrainPolicy::CloseWhenIdle };

@@ -4,8 +4,8 @@
 //! anywhere (the same answers, one per request).
 
 use percore::http::{
-    parse, Framed, Hello, HelloConfig, Limits, Method, Progress, Request, ResponseReader, Status, Stream,
-    Version,
+    parse, Framed, Hello, HelloConfig, Limits, Method, Parsed, Progress, Request, ResponseEvent,
+    ResponseReader, Stream, Version,
 };
 use percore::reactor::Harness;
 use proptest::prelude::*;
@@ -241,10 +241,10 @@ fn near_copies() -> impl Strategy<Value = Vec<u8>> {
 /// pipeline of such is the same requests, one after the other.
 fn complete_in_itself(request: &[u8]) -> bool {
     match parse(request, &Limits::default()) {
-        Ok(Status::Complete(parsed)) => {
+        Ok(Parsed::Complete(parsed)) => {
             parsed.head_len == request.len() && parsed.content_length == 0 && !parsed.chunked
         }
-        Ok(Status::Partial) => false,
+        Ok(Parsed::Partial) => false,
         Err(_) => true,
     }
 }
@@ -292,7 +292,7 @@ proptest! {
     #[test]
     fn a_request_built_from_the_grammar_parses_to_what_was_built(built in built_request()) {
         let parsed = parse(&built.bytes, &Limits::default());
-        prop_assert_eq!(parsed, Ok(Status::Complete(built.expected())), "{:?}", String::from_utf8_lossy(&built.bytes));
+        prop_assert_eq!(parsed, Ok(Parsed::Complete(built.expected())), "{:?}", String::from_utf8_lossy(&built.bytes));
     }
 
     /// Fed the head in pieces, each call with all that arrived so far, the resumable
@@ -311,7 +311,7 @@ proptest! {
             let resumed = progress.parse(&bytes[..end], &limits);
             let fresh = parse(&bytes[..end], &limits);
             prop_assert_eq!(resumed, fresh, "{} of {:?}", end, String::from_utf8_lossy(&bytes));
-            if resumed != Ok(Status::Partial) {
+            if resumed != Ok(Parsed::Partial) {
                 // Done with this request: a new one would start after it.
                 break;
             }
@@ -389,7 +389,7 @@ proptest! {
             let got = reader.read(bytes, stream);
             let fresh = ResponseReader::new(method).read(bytes, stream);
             prop_assert_eq!(got, fresh, "{:?}", String::from_utf8_lossy(bytes));
-            if !matches!(got, Ok(Framed { completed: Some(_), .. })) {
+            if !matches!(got, Ok(Framed { event: ResponseEvent::Head { ended: true, .. }, .. })) {
                 // Within a response, or lost: the next buffer must start afresh.
                 reader = ResponseReader::new(method);
             }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use percore::listen::{self, ListenOptions, Opening};
 use percore::reactor::{
-    Closed, Config, ConnId, DrainOptions, Flow, Io, ListenerFate, Protocol, Reactor, Verdict, Wake,
+    Closed, Config, ConnId, DrainOptions, Flow, Io, ListenerFate, Protocol, Reactor, Returned, Verdict,
 };
 use util::{connect, read_text, tcp_queues};
 
@@ -141,7 +141,7 @@ fn stats_count_the_connections_accepted_and_open() {
     assert_eq!(read_text(&mut first, 11), "220 ready\r\n");
     drop(first);
     turn_until(&mut reactor, "the first connection closed", |r| r.stats().open == 1);
-    assert_eq!((reactor.stats().accepted, reactor.stats().errors), (2, 0), "a close is no error");
+    assert_eq!((reactor.stats().accepted, reactor.stats().failed), (2, 0), "a close is no error");
     // A reset (close with unread bytes and a zero linger) fails the server's next
     // socket call: an error, counted once.
     let reset = connect(addr);
@@ -149,7 +149,7 @@ fn stats_count_the_connections_accepted_and_open() {
     socket2::SockRef::from(&reset).set_linger(Some(Duration::ZERO)).expect("a zero linger");
     drop(reset);
     turn_until(&mut reactor, "the reset connection closed", |r| r.stats().open == 1);
-    assert_eq!((reactor.stats().accepted, reactor.stats().errors), (3, 1));
+    assert_eq!((reactor.stats().accepted, reactor.stats().failed), (3, 1));
 }
 
 #[test]
@@ -173,7 +173,7 @@ fn a_watched_descriptor_ends_the_turn_with_a_control_wake() {
     let deadline = Instant::now() + WAIT;
     loop {
         match reactor.turn(Some(Duration::from_millis(10))).expect("a turn") {
-            Some(wake) => break assert_eq!(wake, Wake::Control),
+            Some(wake) => break assert_eq!(wake, Returned::Control),
             None => assert!(Instant::now() < deadline, "no control wake within {WAIT:?}"),
         }
     }
@@ -312,7 +312,7 @@ impl Protocol for TimesEveryOther {
 
 #[test]
 fn a_connection_with_its_own_timer_is_under_no_idle_timeout_of_the_loop() {
-    let config = Config { idle_timeout: 1, ..Config::default() };
+    let config = Config { idle_timeout: Some(Duration::from_secs(1)), ..Config::default() };
     // Server first: no TCP_DEFER_ACCEPT holding back connections that send nothing.
     let (mut reactor, addr) = reactor(TimesEveryOther::default(), Opening::ServerSpeaksFirst, config);
     let (_untimed, _timed) = (connect(addr), connect(addr));

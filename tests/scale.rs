@@ -14,7 +14,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
 use percore::listen::{self, ListenOptions, Opening};
-use percore::reactor::{Closed, Config, ConnId, Flow, Io, Protocol, Reactor, Verdict, Wake};
+use percore::reactor::{Closed, Config, ConnId, Flow, Io, Protocol, Reactor, Returned, Verdict};
 use util::{connect, read_text, tcp_queues};
 
 /// Bound on every wait for the loop or the peer.
@@ -97,7 +97,7 @@ struct Doorbell {
 }
 
 impl Doorbell {
-    /// After a [`Wake::Control`]: reads the bell until it would block (it is
+    /// After a [`Returned::Control`]: reads the bell until it would block (it is
     /// edge-triggered), then wakes every connection whose id came. Returns each id
     /// with what [`Reactor::wake`] said.
     fn answer<P: Protocol>(&mut self, reactor: &mut Reactor<P>) -> Vec<(ConnId, bool)> {
@@ -152,7 +152,7 @@ fn connections_are_woken_from_another_thread_and_a_closed_ones_id_wakes_nothing(
     while woken.len() < 3 || !other.is_finished() {
         assert!(Instant::now() < deadline, "three ids answered: not within {WAIT:?}, got {woken:?}");
         if let Some(wake) = reactor.turn(Some(Duration::from_millis(10))).expect("a turn of the loop") {
-            assert_eq!(wake, Wake::Control);
+            assert_eq!(wake, Returned::Control);
             woken.extend(doorbell.answer(&mut reactor));
         }
     }
@@ -207,7 +207,7 @@ fn requests_that_come_with_a_control_wake_are_answered_in_the_next_turn() {
     // One wait finds all three: the owner hears of the ring first, the requests not
     // yet served ...
     let wake = reactor.turn(Some(WAIT)).expect("a turn");
-    assert_eq!(wake, Some(Wake::Control));
+    assert_eq!(wake, Some(Returned::Control));
     assert_eq!(
         reactor.protocol().answered,
         0,

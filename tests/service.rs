@@ -4,30 +4,30 @@
 //! events to the caller's closure, and stops gracefully on SIGTERM with status 0.
 //!
 //! A test crate of its own with no libtest harness (`harness = false` in
-//! Cargo.toml): `worker::run` refuses to fork from a process with more than one
-//! thread, and libtest runs tests on threads. `main` is the test; it starts this
-//! same program again in the role of the server ([`ROLE`] set), with one worker on
-//! 127.0.0.1 port 0, and talks to it. Every check that fails prints why and makes
-//! the program exit with status 1; the server is killed on the way out.
+//! Cargo.toml, `util::test_or_serve`): `worker::run` refuses to fork from a process
+//! with more than one thread, and libtest runs tests on threads. `main` is the test;
+//! it starts this same program again in the role of the server ([`ROLE`] set), with
+//! one worker on 127.0.0.1 port 0, and talks to it. Every check that fails prints
+//! why and makes the program exit with status 1; the server is killed on the way out.
 //!
-//! It takes nothing from `tests/util`, which needs the `bin` feature (it starts the
-//! `percore` binary): this test must build and pass with `--no-default-features`.
+//! It builds and passes with `--no-default-features`: it uses neither `cli` nor the
+//! `percore` binary.
+
+mod util;
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use percore::listen::Opening;
 use percore::reactor::{Counts, Io, Protocol, Verdict};
-use percore::worker::{self, Event, Options, Service, Stopped};
+use percore::worker::{self, Event, Options, Outcome, Service};
+use util::WAIT;
 
 /// Set in the environment of the copy of this program that serves.
 const ROLE: &str = "PERCORE_TEST_SERVICE_SERVES";
-
-/// Bound on every wait for the server: its start, an answer, its stop.
-const WAIT: Duration = Duration::from_secs(15);
 
 /// The longest line the service measures, as its configuration says.
 const LONGEST: usize = 16;
@@ -51,7 +51,7 @@ impl Protocol for LineLength {
             consumed += end + 1;
             self.counts.requests += 1;
             if line.len() > self.longest {
-                self.counts.errors += 1;
+                self.counts.refused += 1;
                 io.write(b"too long\r\n");
             } else {
                 io.write(format!("{}\r\n", line.len()).as_bytes());
@@ -86,26 +86,7 @@ impl Service for Lengths {
 const NAME: &str = "worker_run_serves_a_custom_service_and_stops_on_term";
 
 fn main() -> ExitCode {
-    if std::env::var_os(ROLE).is_some() {
-        return serve();
-    }
-    // Of libtest's arguments, `--list` alone is honoured (`cargo test -- --list`);
-    // filters and the rest are ignored: the test always runs, never skipped by an
-    // argument misread.
-    if std::env::args().any(|arg| arg == "--list") {
-        println!("{NAME}: test");
-        return ExitCode::SUCCESS;
-    }
-    match check() {
-        Ok(()) => {
-            println!("test {NAME} ... ok");
-            ExitCode::SUCCESS
-        }
-        Err(why) => {
-            eprintln!("test {NAME} ... FAILED\n{why}");
-            ExitCode::FAILURE
-        }
-    }
+    util::test_or_serve(NAME, ROLE, check, serve)
 }
 
 /// The server's role: one worker on 127.0.0.1 port 0, its events as lines on stdout
@@ -124,13 +105,13 @@ fn serve() -> ExitCode {
         Event::Listening(addr) => println!("listening {addr}"),
         Event::Started { pid, .. } => println!("worker {pid}"),
         Event::Stopped { stats, counts, .. } => println!(
-            "stopped: {} accepted, {} requests, {} errors",
-            stats.accepted, counts.requests, counts.errors
+            "stopped: {} accepted, {} failed, {} requests, {} refused",
+            stats.accepted, stats.failed, counts.requests, counts.refused
         ),
         other => println!("event {other:?}"),
     };
     match worker::run(&options, Lengths, report) {
-        Ok(Stopped::Gracefully) => ExitCode::SUCCESS,
+        Ok(Outcome::Gracefully) => ExitCode::SUCCESS,
         Ok(stopped) => {
             eprintln!("server: {stopped}");
             ExitCode::from(3)
@@ -147,7 +128,7 @@ fn serve() -> ExitCode {
 const SENT: [&[u8]; 2] = [b"hello\r\nPING\r\n\r\nab", b"cd\r\na line far too long\r\n"];
 const ANSWER: &[u8] = b"5\r\n4\r\n0\r\n4\r\ntoo long\r\n";
 /// The worker's last line once the connection closed and the master got SIGTERM.
-const STOPPED: &str = "stopped: 1 accepted, 5 requests, 1 errors";
+const STOPPED: &str = "stopped: 1 accepted, 0 failed, 5 requests, 1 refused";
 
 /// The test: start the server, talk to it, stop it, check it is gone.
 fn check() -> Result<(), String> {
@@ -173,7 +154,9 @@ fn check() -> Result<(), String> {
         ));
     }
 
-    signal(server.pid(), "TERM")?;
+    if !util::try_signal(server.pid(), "TERM") {
+        return Err(format!("the server (pid {}) was gone before SIGTERM", server.pid()));
+    }
     let status = server.wait_for_exit()?;
     // The master reaps its workers before it exits: none is left, not even a zombie.
     let worker_left = std::path::Path::new(&format!("/proc/{worker}")).exists();
@@ -223,10 +206,9 @@ impl Server {
         let mut child = Command::new(program)
             .env(ROLE, "1")
             // Listeners handed down by a service manager would be taken instead of
-            // binding port 0; a fault injected for other tests would fail the worker.
+            // binding port 0.
             .env_remove("LISTEN_FDS")
             .env_remove("LISTEN_PID")
-            .env_remove("PERCORE_FAULT")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -275,7 +257,7 @@ impl Server {
 
     fn wait_for_exit(&mut self) -> Result<ExitStatus, String> {
         let mut status = None;
-        let exited = wait_until(|| {
+        let exited = util::wait_until(WAIT, || {
             status = self.child.try_wait().ok().flatten();
             status.is_some()
         });
@@ -296,45 +278,8 @@ impl Drop for Server {
         // Its worker dies with it (it asks for SIGTERM at its parent's death), also
         // when the test failed before it learnt the worker's pid; a worker known
         // that would not is killed.
-        if let Some(worker) = self.worker.filter(|&pid| !wait_until(|| !is_running(pid))) {
-            let _ = signal(worker, "KILL");
+        if let Some(worker) = self.worker.filter(|&pid| !util::wait_until(WAIT, || !util::is_running(pid))) {
+            util::try_signal(worker, "KILL");
         }
-    }
-}
-
-/// Sends SIG`name` to `pid` with kill(1).
-fn signal(pid: u32, name: &str) -> Result<(), String> {
-    let status = Command::new("kill")
-        .args([format!("-{name}"), pid.to_string()])
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map_err(|e| format!("running kill: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("kill -{name} {pid}: {status}"))
-    }
-}
-
-/// Whether process `pid` exists and is not a zombie, as /proc says.
-fn is_running(pid: u32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
-    // The state follows the command name, which is in parentheses and may hold any.
-    let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
-    state.is_some_and(|state| state != 'Z')
-}
-
-/// Polls `done` every 20 ms until it holds or [`WAIT`] passes; whether it held.
-fn wait_until(mut done: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if done() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return done();
-        }
-        std::thread::sleep(Duration::from_millis(20));
     }
 }

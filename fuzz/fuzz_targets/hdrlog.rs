@@ -17,11 +17,11 @@ use libfuzzer_sys::fuzz_target;
 // reader and what it reads into) and the merge are taken as they are. The merge
 // finds the reader as `super::report`, this crate's root.
 #[allow(dead_code)]
-#[path = "../../src/bench/report/mod.rs"]
+#[path = "../../percore-bin/src/bench/report/mod.rs"]
 mod report;
 
 #[allow(dead_code)]
-#[path = "../../src/bench/merge.rs"]
+#[path = "../../percore-bin/src/bench/merge.rs"]
 mod merge;
 
 fuzz_target!(|data: &[u8]| {

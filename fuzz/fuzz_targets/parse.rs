@@ -7,7 +7,7 @@
 use std::time::{Duration, UNIX_EPOCH};
 
 use libfuzzer_sys::fuzz_target;
-use percore::http::{parse, Hello, HelloConfig, Limits, Progress, Status};
+use percore::http::{parse, Hello, HelloConfig, Limits, Progress, Parsed};
 use percore::reactor::Harness;
 
 fuzz_target!(|data: &[u8]| {
@@ -29,7 +29,7 @@ fn resumable_agrees_with_fresh(input: &[u8], ends: &[usize], limits: &Limits) {
     for &end in ends {
         let resumed = progress.parse(&input[..end], limits);
         assert_eq!(resumed, parse(&input[..end], limits), "at {end}");
-        if resumed != Ok(Status::Partial) {
+        if resumed != Ok(Parsed::Partial) {
             return;
         }
     }

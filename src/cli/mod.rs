@@ -14,9 +14,9 @@ use clap::Parser;
 
 use crate::listen::{ListenOptions, Opening};
 use crate::reactor::{Config, Protocol};
-use clap::builder::PossibleValue;
+use clap::builder::{PossibleValue, RangedU64ValueParser};
 
-use crate::worker::{self, Options, Pinning, PortSharing, Scheduling, Service, Steering, Stopped};
+use crate::worker::{self, Options, Outcome, Pinning, PortSharing, Scheduling, Service, Steering};
 pub use print::say;
 
 /// Connections per worker when `--max-connections` is not given, if the open-file limit
@@ -42,7 +42,7 @@ pub struct ServerArgs {
 
     /// Number of workers, on the first CPUs of the set, wrapping round when more
     /// than CPUs [default: one per CPU].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = RangedU64ValueParser::<usize>::new().range(1..))]
     pub workers: Option<usize>,
 
     /// Do not pin workers to their CPUs.
@@ -188,10 +188,10 @@ impl ServerArgs {
             stats_interval: self.stats.map(Duration::from_secs),
             reactor: Config {
                 max_connections: usize::try_from(self.connection_limit()).unwrap_or(usize::MAX),
-                message_timeout: self.message_timeout,
+                message_timeout: timeout(self.message_timeout),
                 min_input_rate: self.min_input_rate,
-                idle_timeout: self.idle_timeout,
-                send_timeout: self.send_timeout,
+                idle_timeout: timeout(self.idle_timeout),
+                send_timeout: timeout(self.send_timeout),
                 ..Config::default()
             },
         }
@@ -251,15 +251,15 @@ fn fit_connections(asked: Option<u64>, limit: u64) -> (u64, Option<String>) {
     (asked, warning)
 }
 
-impl Stopped {
+impl Outcome {
     /// The exit status for a server that stopped this way: 0 after a graceful stop,
     /// 130 (as after Ctrl-C) when a second SIGINT cut it short, 1 when a worker kept
     /// dying or did not stop cleanly.
     pub fn exit_code(&self) -> ExitCode {
         match self {
-            Stopped::Gracefully | Stopped::Upgraded => ExitCode::SUCCESS,
-            Stopped::AtOnce => ExitCode::from(130),
-            Stopped::GaveUp { .. } | Stopped::Unclean { .. } => ExitCode::FAILURE,
+            Outcome::Gracefully | Outcome::Upgraded => ExitCode::SUCCESS,
+            Outcome::AtOnce => ExitCode::from(130),
+            Outcome::GaveUp { .. } | Outcome::Unclean { .. } => ExitCode::FAILURE,
         }
     }
 }
@@ -308,11 +308,21 @@ pub fn plan_or_exit(cpus: Option<&CpuList>, count: Option<usize>) -> Vec<usize> 
 /// ```
 pub fn serve<S: Service>(options: &Options, service: S) -> ExitCode {
     match worker::run(options, service, |event| print::event(&event)) {
-        Ok(stopped) => stopped.exit_code(),
+        Ok(outcome) => outcome.exit_code(),
         Err(error) => {
-            say(format_args!("{}: {error}", program_name()));
+            say(format_args!("{}: {}", program_name(), with_flags(&error)));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// What `error` says, and the flag that changes it where one does: the library
+/// speaks of its options, the command line of its flags.
+fn with_flags(error: &worker::Error) -> String {
+    match error {
+        worker::Error::AddressInUse(_) => format!("{error} (--reuseport-join shares it)"),
+        worker::Error::Steering(why) => format!("--steer cpu: {why}"),
+        _ => error.to_string(),
     }
 }
 
@@ -355,6 +365,11 @@ fn program_name() -> String {
     std::path::Path::new(&arg0).file_name().map_or(arg0.clone(), |name| name.to_string_lossy().into_owned())
 }
 
+/// A timeout flag's seconds: 0 is none.
+fn timeout(seconds: u32) -> Option<Duration> {
+    (seconds > 0).then(|| Duration::from_secs(u64::from(seconds)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -374,6 +389,28 @@ mod tests {
         let server = parsed(&["--steer", "hash", "--sched", "batch"]).expect("parsed");
         assert_eq!((server.steer, server.sched), (Steering::Hash, Scheduling::Batch));
         assert!(parsed(&["--steer", "round-robin"]).is_err());
+    }
+
+    #[test]
+    fn a_workers_error_names_the_flag_behind_it() {
+        let in_use = worker::Error::AddressInUse(SocketAddr::from(([127, 0, 0, 1], 8080)));
+        assert_eq!(
+            with_flags(&in_use),
+            "cannot listen on 127.0.0.1:8080: address in use by another socket (--reuseport-join shares it)"
+        );
+        let steering = worker::Error::Steering(std::io::Error::other("needs one worker per CPU"));
+        assert_eq!(with_flags(&steering), "--steer cpu: needs one worker per CPU");
+        assert_eq!(with_flags(&worker::Error::NoWorkers), worker::Error::NoWorkers.to_string());
+    }
+
+    #[test]
+    fn zero_workers_is_refused_by_the_flag() {
+        let parsed = |workers| {
+            Flags::try_parse_from(["serve", "--workers", workers]).map(|flags| flags.server.workers)
+        };
+        assert_eq!(parsed("1").expect("one worker"), Some(1));
+        let refused = parsed("0").expect_err("zero workers").to_string();
+        assert!(refused.contains("--workers"), "{refused}");
     }
 
     #[test]

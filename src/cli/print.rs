@@ -3,7 +3,7 @@
 use std::fmt::{Arguments, Write as _};
 use std::io::Write;
 
-use crate::worker::{Event, Stopped, WorkerLive};
+use crate::worker::{Event, Outcome, WorkerLive};
 
 /// Writes one line to stderr in a single `write`: the master and its workers share
 /// the descriptor, and `eprintln!` writes a line in pieces that can interleave.
@@ -35,13 +35,20 @@ pub(crate) fn event(event: &Event<'_>) {
             for worker in *workers {
                 let live = worker.live;
                 say(format_args!(
-                    "live: worker {} pid {} cpu {}: {} connections, {} open, {} requests, {} errors",
-                    worker.index, live.pid, worker.cpu, live.accepted, live.open, live.requests, live.errors
+                    "live: worker {} pid {} cpu {}: {} connections, {} open, {} failed, {} requests, {} refused",
+                    worker.index,
+                    live.pid,
+                    worker.cpu,
+                    live.accepted,
+                    live.open,
+                    live.failed,
+                    live.requests,
+                    live.refused
                 ));
             }
         }
         Event::Stats(workers) => say(format_args!("stats: {}", stats_line(workers))),
-        Event::Stopping(stopped @ (Stopped::GaveUp { .. } | Stopped::Unclean { .. })) => {
+        Event::Stopping(stopped @ (Outcome::GaveUp { .. } | Outcome::Unclean { .. })) => {
             say(format_args!("percore: {stopped}"))
         }
         Event::Stopping(_) => {}
@@ -49,11 +56,12 @@ pub(crate) fn event(event: &Event<'_>) {
             say(format_args!("percore: worker {index} (cpu {cpu}): {error}"))
         }
         Event::Stopped { index, pid, cpu, stats, counts, retired } => say(format_args!(
-            "worker {index} pid {pid} cpu {cpu} {}: {} connections, {} requests, {} errors",
+            "worker {index} pid {pid} cpu {cpu} {}: {} connections, {} failed, {} requests, {} refused",
             if *retired { "retired" } else { "stopped" },
             stats.accepted,
+            stats.failed,
             counts.requests,
-            stats.errors + counts.errors
+            counts.refused
         )),
     }
 }
@@ -80,7 +88,7 @@ mod tests {
 
     #[test]
     fn the_stats_line_gives_each_workers_rate_and_open_connections() {
-        let live = |open| Live { pid: 7, accepted: 9, open, requests: 100, errors: 0 };
+        let live = |open| Live { pid: 7, accepted: 9, open, failed: 0, requests: 100, refused: 0 };
         let workers = [
             WorkerLive { index: 0, cpu: 2, live: live(100), per_second: Some(71_234.4) },
             WorkerLive { index: 1, cpu: 3, live: live(0), per_second: None },

@@ -6,9 +6,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::date::http_date;
 use super::memo::{Head, HeadMemo};
-use super::parse::{Limits, Method, Progress, Status, Version};
+use super::parse::{Limits, Method, Parsed, Progress, Version};
 use super::prebuilt::{Body, Persist, Response, Variants};
-use crate::reactor::{Counts, Flow, Io, Protocol, Verdict};
+use crate::reactor::{Counts, Flow, Io, Protocol, Verdict, READ_BUFFER};
 
 /// Answers a connection may have waiting for their delay; then it is not read
 /// until they go, so a client that pipelines cannot grow the worker.
@@ -31,6 +31,27 @@ pub struct HelloConfig {
     pub delay: Duration,
 }
 
+impl HelloConfig {
+    /// The least [`Config::max_pending_input`](crate::reactor::Config::max_pending_input)
+    /// a loop serving this configuration needs: a head up to `limits.head` is
+    /// [`Hello`]'s to refuse (431), not the loop's to cut, and the loop holds it with
+    /// the rest of a read.
+    ///
+    /// ```
+    /// use percore::http::{HelloConfig, Limits};
+    /// use percore::reactor::Config;
+    ///
+    /// let limits = Limits { head: 2 << 20, ..Limits::default() }; // 2 MiB heads
+    /// let hello = HelloConfig { limits, ..HelloConfig::default() };
+    /// let mut config = Config::default(); // 1 MiB of pending input
+    /// config.max_pending_input = config.max_pending_input.max(hello.pending_input_needed());
+    /// assert!(config.max_pending_input > 2 << 20);
+    /// ```
+    pub fn pending_input_needed(&self) -> usize {
+        self.limits.head + READ_BUFFER
+    }
+}
+
 impl Default for HelloConfig {
     fn default() -> HelloConfig {
         HelloConfig {
@@ -48,13 +69,13 @@ impl Default for HelloConfig {
 ///
 /// ```
 /// use percore::http::{Hello, HelloConfig};
-/// use percore::reactor::{Harness, Then};
+/// use percore::reactor::{Harness, Flow};
 ///
 /// let mut harness = Harness::new(Hello::new(&HelloConfig::default()));
 /// let two = b"GET / HTTP/1.1\r\nHost: a\r\n\r\nHEAD / HTTP/1.0\r\n\r\n";
 /// let verdict = harness.data(two);
 /// assert_eq!(verdict.consumed, two.len());
-/// assert_eq!(verdict.then, Then::Close, "HTTP/1.0 without keep-alive closes");
+/// assert_eq!(verdict.flow, Flow::Close, "HTTP/1.0 without keep-alive closes");
 /// let text = String::from_utf8(harness.take_output()).unwrap();
 /// assert!(text.starts_with("HTTP/1.1 200 OK\r\nServer: percore\r\nDate: "));
 /// assert_eq!(text.matches("hello, world!\n").count(), 1, "HEAD gets no body");
@@ -170,7 +191,7 @@ impl Hello {
 
     /// Refuses the request with `code`, which closes the connection.
     fn refuse(&mut self, conn: &mut HelloConn, code: u16, at: usize, io: &mut Io<'_>) -> Verdict {
-        self.counts.errors += 1;
+        self.counts.refused += 1;
         let answer = Answer {
             kind: Kind::Error(code),
             version: Version::Http11,
@@ -224,12 +245,12 @@ impl Protocol for Hello {
                     head
                 }
                 None => match conn.progress.parse(&input[at..], &self.limits) {
-                    Ok(Status::Complete(request)) => {
+                    Ok(Parsed::Complete(request)) => {
                         let head = Head::of(&request);
                         self.memo.remember(&input[at..], head);
                         head
                     }
-                    Ok(Status::Partial) => return Verdict::keep(at),
+                    Ok(Parsed::Partial) => return Verdict::keep(at),
                     Err(e) => return self.refuse(conn, e.status(), at, io),
                 },
             };

@@ -19,7 +19,7 @@ use super::syntax::{
 
 /// The outcome of parsing a buffer that may hold only the start of a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Status<T> {
+pub enum Parsed<T> {
     /// The request head is complete.
     Complete(T),
     /// More bytes are needed.
@@ -38,12 +38,14 @@ pub enum Method {
     Other,
 }
 
-/// The protocol version of the request line.
+/// The protocol version of a request line or a status line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Version {
-    /// `HTTP/1.0`: closes unless the client asks for keep-alive.
+    /// `HTTP/1.0`: the connection closes after the response unless
+    /// `Connection: keep-alive` says otherwise.
     Http10,
-    /// `HTTP/1.1` (and any later 1.x minor version): keeps the connection unless asked.
+    /// `HTTP/1.1` (and any later 1.x minor version): the connection stays open unless
+    /// `Connection: close` says otherwise.
     Http11,
 }
 
@@ -146,12 +148,12 @@ impl Default for Limits {
 /// Parses the request at the start of `buf`.
 ///
 /// ```
-/// use percore::http::{parse, Limits, Method, Status};
-/// let Ok(Status::Complete(req)) = parse(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", &Limits::default())
+/// use percore::http::{parse, Limits, Method, Parsed};
+/// let Ok(Parsed::Complete(req)) = parse(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", &Limits::default())
 /// else { panic!() };
 /// assert_eq!((req.method, req.target, req.keep_alive), (Method::Get, &b"/"[..], true));
 /// ```
-pub fn parse<'a>(buf: &'a [u8], limits: &Limits) -> Result<Status<Request<'a>>, Error> {
+pub fn parse<'a>(buf: &'a [u8], limits: &Limits) -> Result<Parsed<Request<'a>>, Error> {
     Progress::default().parse(buf, limits)
 }
 
@@ -170,16 +172,16 @@ impl Progress {
     /// call's `buf` started (and extend it) until the result is not `Partial`. A
     /// complete head starts it afresh, ready for the next request; after an error,
     /// start from `Progress::default()`.
-    pub fn parse<'a>(&mut self, buf: &'a [u8], limits: &Limits) -> Result<Status<Request<'a>>, Error> {
+    pub fn parse<'a>(&mut self, buf: &'a [u8], limits: &Limits) -> Result<Parsed<Request<'a>>, Error> {
         let start = skip_empty_line(buf);
         // Three bytes back: a head's end seen in part last time ("\r\n\r").
         let Some(head_len) = find_head_end(buf, (self.scanned as usize).saturating_sub(3)) else {
             self.scanned = buf.len() as u32;
             self.check_partial(&buf[start..], limits)?;
-            return Ok(Status::Partial);
+            return Ok(Parsed::Partial);
         };
         *self = Progress::default();
-        parse_head(&buf[start..head_len], limits, head_len).map(Status::Complete)
+        parse_head(&buf[start..head_len], limits, head_len).map(Parsed::Complete)
     }
 }
 

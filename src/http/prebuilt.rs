@@ -13,10 +13,10 @@ use crate::reactor::{sealed_file, Io, COPY_MAX};
 
 /// A response body, held once however many responses and connections send it.
 #[derive(Clone, Debug)]
-pub struct Body(Held);
+pub struct Body(Storage);
 
 #[derive(Clone, Debug)]
-enum Held {
+enum Storage {
     /// In memory: copied with the head when small, referenced when large.
     Bytes(Arc<[u8]>),
     /// In a sealed file of this many bytes, sent with sendfile(2).
@@ -27,7 +27,7 @@ impl Body {
     /// A body held in memory: copied into each answer up to 1 KiB, referenced
     /// (one `sendmsg` with the head) when larger.
     pub fn bytes(bytes: impl Into<Arc<[u8]>>) -> Body {
-        Body(Held::Bytes(bytes.into()))
+        Body(Storage::Bytes(bytes.into()))
     }
 
     /// A body of what `from` reads (bytes, or a file: copied in the kernel),
@@ -38,14 +38,14 @@ impl Body {
         let file = sealed_file(from)?;
         let len = usize::try_from(file.metadata()?.len())
             .map_err(|_| io::Error::from(io::ErrorKind::FileTooLarge))?;
-        Ok(Body(Held::Sealed(Arc::new(file), len)))
+        Ok(Body(Storage::Sealed(Arc::new(file), len)))
     }
 
     /// Its length in bytes.
     pub fn len(&self) -> usize {
         match &self.0 {
-            Held::Bytes(bytes) => bytes.len(),
-            Held::Sealed(_, len) => *len,
+            Storage::Bytes(bytes) => bytes.len(),
+            Storage::Sealed(_, len) => *len,
         }
     }
 
@@ -71,7 +71,7 @@ pub(crate) struct Response {
     head_len: usize,
     /// The body, when it is too large to copy: every response with it, and every
     /// connection still sending it, holds this one copy.
-    referenced: Option<Held>,
+    referenced: Option<Storage>,
 }
 
 impl Response {
@@ -89,7 +89,7 @@ impl Response {
         let head_len = head.len();
         let mut bytes = head.into_bytes();
         let referenced = match &body.0 {
-            Held::Bytes(small) if small.len() <= COPY_MAX => {
+            Storage::Bytes(small) if small.len() <= COPY_MAX => {
                 bytes.extend_from_slice(small);
                 None
             }
@@ -104,8 +104,8 @@ impl Response {
         io.write(&self.bytes);
         match &self.referenced {
             None => {}
-            Some(Held::Bytes(body)) => io.write_shared(body),
-            Some(Held::Sealed(file, len)) => io.write_file(Arc::clone(file), 0, *len),
+            Some(Storage::Bytes(body)) => io.write_shared(body),
+            Some(Storage::Sealed(file, len)) => io.write_file(Arc::clone(file), 0, *len),
         }
     }
 

@@ -1,40 +1,66 @@
 //! [`Harness`]: a protocol on its connections with no socket and no loop, on a
-//! clock that moves only when told, for tests and examples.
+//! clock that moves only when told, for tests and examples. It drives the loop's own
+//! connection machine, through the loop's own driver: only the wire differs.
+
+mod peer;
+#[cfg(test)]
+mod tests;
 
 use std::io;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::io::{Io, IoState};
-use super::requests::{Batch, Request};
-use super::slab::Token;
-use super::{Closed, ConnId, Flow, Protocol, Verdict};
+pub use peer::PeerReads;
+use peer::{Peer, Record};
 
-/// Drives a [`Protocol`] the way the loop does, without sockets: each call is one
-/// callback, its output collects until [`take_output`](Harness::take_output), and
-/// timers fire when [`advance`](Harness::advance) moves the clock past them.
+use super::config::Config;
+use super::driver::Driver;
+use super::io::ConnId;
+use super::machine::{Edge, Machine};
+use super::protocol::{Closed, Flow, Protocol, Verdict};
+use super::slab::Token;
+
+/// What the test's reading says of a connection's wire: it takes output at once, or
+/// only when the test takes it.
+fn peer_edge(reads: PeerReads) -> Edge {
+    Edge { writable: reads == PeerReads::AtOnce, ..Edge::default() }
+}
+
+/// Drives a [`Protocol`] by the loop's rules, without sockets: the test is the peer
+/// of every connection. It sends with [`receive`](Harness::receive), reads with
+/// [`take_output`](Harness::take_output), and moves the clock with
+/// [`advance`](Harness::advance), which fires the timers due.
 ///
-/// The harness starts with one connection, which the methods without an id
-/// drive. Connections the protocol opens ([`Io::connect`]) are listed by
-/// [`connecting`](Harness::connecting) until the test [establishes](Harness::establish)
-/// or [fails](Harness::fail_connect) them, and driven by the `_on` methods; what a
-/// callback asks of other connections (writes, wakes, resumes, shut-downs, closes)
-/// is done when it returns, as the loop does. The harness holds no output back: a
-/// write to another connection is collected whatever its size (the loop's flow
-/// control is not modelled), and output not yet taken counts as unsent
-/// ([`Io::is_full`]). A method given an id the harness has no connection for panics.
+/// The harness starts with one connection, established and not yet opened
+/// ([`open`](Harness::open) calls `on_open`), which the methods without an id
+/// drive. Connections the protocol opens ([`Io::connect`](super::io::Io::connect))
+/// are listed by [`connecting`](Harness::connecting) until the test
+/// [establishes](Harness::establish) or [fails](Harness::fail_connect) them, and
+/// driven by the `_on` methods. A method given an id the harness never had
+/// panics; one given a closed connection does nothing, as the loop would.
 ///
-/// # Input
+/// # The loop's rules
 ///
-/// [`receive`](Harness::receive) hands a connection its input as the loop hands it a
-/// read, by the loop's rules: what the protocol leaves unconsumed is kept and comes
-/// first in its next call; a protocol that [pauses](super::Then::Pause) is called
-/// again with what it holds once its output is sent (here: taken by the test), or,
-/// having written nothing, once a timer or a wake writes to it or a callback
-/// [resumes](Io::resume) it; input received meanwhile waits, as it would in the
-/// socket. After a close ([`Then::Close`](super::Then::Close), [`Flow::Close`])
-/// nothing more is read, and neither its timer nor a wake calls the connection. The loop's limit on held input (`max_pending_input`) is
-/// not modelled.
+/// Everything the loop decides about a connection is decided here by the same
+/// code: what the protocol leaves unconsumed is kept and comes first in its next
+/// call; a protocol that [pauses](super::protocol::Flow#pause-and-resume) goes on
+/// as the loop lets it; what a callback asks of other connections is done when it
+/// returns; writes to another connection are held back by the loop's budget; a
+/// close sends what was written first; the loop's timeouts ([`Config`]) close a
+/// connection when the clock passes them, and a graceful stop closes idle ones once
+/// [its grace](Harness::grace_over) is over. The peer's side is the test's:
+///
+/// - the test reads a connection's output only when it calls `take_output`: until
+///   then the output waits, unsent, as it would for a peer that does not read
+///   (so [`Io::is_full`](super::io::Io::is_full) counts it, and a paused protocol
+///   goes on once the test has taken it); or, [set](Harness::set_peer_reads) to
+///   [`PeerReads::AtOnce`], as soon as it is sent, as a peer with room in its
+///   socket;
+/// - [`receive`](Harness::receive) hands the connection its input as one read (one
+///   per 64 KiB), when it reads: not while it is paused, being opened, or closing;
+/// - a close that lingers ends at once: the test, as a peer, closes when it reads
+///   the end of the stream;
+/// - splices move nothing: the input keeps reaching `on_data`.
 ///
 /// [`data`](Harness::data) is one `on_data` call with exactly the input given, for a
 /// test that looks at one call: what the connection holds is left alone, and what
@@ -89,129 +115,115 @@ use super::{Closed, ConnId, Flow, Protocol, Verdict};
 /// ```
 #[derive(Debug)]
 pub struct Harness<P: Protocol> {
-    protocol: P,
-    /// Every connection, in the order opened; the first is the harness's own.
-    conns: Vec<Entry<P::Conn>>,
-    io: IoState,
+    driver: Driver<P, Peer>,
+    /// The harness's time zero.
+    start: Instant,
     now: Instant,
-    /// Requests of earlier calls are being carried out: those of a call made
-    /// meanwhile are left to that, as the loop leaves them.
-    carrying_out: bool,
-}
-
-/// One connection of the harness.
-#[derive(Debug)]
-struct Entry<S> {
-    token: Token,
-    state: S,
-    /// Output written and not yet taken by the test.
-    collected: Vec<u8>,
-    status: Status,
-    /// Shut down for writing ([`Io::shutdown`]): what is written is dropped.
-    shut: bool,
-    /// Received bytes the protocol left unconsumed, handed in again first.
-    held: Vec<u8>,
-    /// Received bytes not read yet: the connection is paused, or being opened.
-    unread: Vec<u8>,
-    /// The protocol paused: it is called again with `held` once its output is taken.
-    paused: bool,
-    /// Paused with nothing written: it waits for a timer's or a wake's output, or a
-    /// resume.
-    awaiting_output: bool,
-    /// A callback said close: nothing more is read.
-    closing: bool,
-}
-
-impl<S: Default> Entry<S> {
-    fn new(token: Token, status: Status) -> Entry<S> {
-        Entry {
-            token,
-            state: S::default(),
-            collected: Vec::new(),
-            status,
-            shut: false,
-            held: Vec::new(),
-            unread: Vec::new(),
-            paused: false,
-            awaiting_output: false,
-            closing: false,
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Status {
-    Connecting(SocketAddr),
-    Open,
-    Closed(Closed),
+    /// The harness's own connection.
+    own: Token,
 }
 
 impl<P: Protocol> Harness<P> {
-    /// `protocol` with one connection, not yet opened, at the harness's time zero.
+    /// `protocol` with one connection, not yet opened, at the harness's time zero,
+    /// under the loop's default [`Config`].
     pub fn new(protocol: P) -> Harness<P> {
-        let now = Instant::now();
-        let mut io = IoState::new(now);
-        let token = io.deferred.ids.take();
-        Harness { protocol, conns: vec![Entry::new(token, Status::Open)], io, now, carrying_out: false }
+        Harness::with_config(protocol, Config::default())
+    }
+
+    /// `protocol` under `config`'s limits and timeouts, as [`new`](Harness::new).
+    pub fn with_config(protocol: P, config: Config) -> Harness<P> {
+        let start = Instant::now();
+        let mut record = Record::default();
+        let own_peer = record.peer(None);
+        let mut driver = Driver::new(Machine::new(protocol, &config, start), record);
+        let own = driver.adopt(own_peer);
+        Harness { driver, start, now: start, own }
     }
 
     /// The harness's own connection, which the methods without an id drive.
     pub fn id(&self) -> ConnId {
-        ConnId::of(self.conns[0].token)
+        ConnId::of(self.own)
     }
 
-    /// Calls [`Protocol::on_open`].
+    /// Calls [`Protocol::on_open`] for the harness's own connection.
+    ///
+    /// # Panics
+    ///
+    /// If it is closed or closing.
     pub fn open(&mut self) -> Flow {
-        self.establish(self.id())
+        let flow = self.driver.open(self.own);
+        self.settle();
+        flow.expect("the harness's connection is open")
     }
 
     /// Calls [`Protocol::on_data`] with `input`, as it is: the caller keeps what
-    /// was not consumed (see [Input](Harness#input)).
+    /// was not consumed (see [`Harness`]).
+    ///
+    /// # Panics
+    ///
+    /// If the connection is closed.
     pub fn data(&mut self, input: &[u8]) -> Verdict {
         self.data_on(self.id(), input)
     }
 
-    /// Calls [`Protocol::on_wake`].
-    pub fn wake(&mut self) -> Flow {
+    /// Hands `input` to the harness's own connection (see [`receive_on`](Harness::receive_on)).
+    pub fn receive(&mut self, input: &[u8]) {
+        self.receive_on(self.id(), input);
+    }
+
+    /// Calls [`Protocol::on_wake`] (see [`wake_on`](Harness::wake_on)).
+    pub fn wake(&mut self) -> Option<Flow> {
         self.wake_on(self.id())
     }
 
-    /// Calls [`Protocol::on_input_end`]: the peer finished sending.
-    pub fn input_end(&mut self) -> Flow {
-        self.input_end_on(self.id())
+    /// The peer finishes sending (see [`input_end_on`](Harness::input_end_on)).
+    pub fn input_end(&mut self) {
+        self.input_end_on(self.id());
     }
 
     /// Calls [`Protocol::on_tick`] with `now`, as the loop does at the turn of a
     /// wall-clock second.
     pub fn tick(&mut self, now: SystemTime) {
-        self.protocol.on_tick(now);
+        self.driver.machine.protocol.on_tick(now);
     }
 
-    /// Calls [`Protocol::on_drain`], as the loop does when a graceful stop begins.
+    /// Begins a graceful stop, as the loop does: [`Protocol::on_drain`] is called,
+    /// and closes the protocol asks for from now on would linger. Idle connections
+    /// stay until [`grace_over`](Harness::grace_over).
     pub fn drain(&mut self) {
-        self.protocol.on_drain();
+        self.driver.machine.stop_begun();
     }
 
-    /// Calls [`Protocol::on_close`].
-    pub fn close(&mut self, closed: Closed, unconsumed: &[u8]) {
-        self.close_on(self.id(), closed, unconsumed);
+    /// The graceful stop's grace is over: idle connections close, as
+    /// [`Closed::Done`], and one that turns idle closes at once.
+    pub fn grace_over(&mut self) {
+        self.driver.close_idle();
+        self.settle();
+    }
+
+    /// Ends the harness's own connection (see [`end_on`](Harness::end_on)).
+    pub fn end(&mut self, closed: Closed) {
+        self.end_on(self.id(), closed);
     }
 
     /// Moves the clock on by `by`, calling [`Protocol::on_timer`] for every timer due
-    /// by then, in deadline order, each with the clock at its deadline. Returns what
-    /// the last of those calls returned.
+    /// by then, in deadline order, each with the clock at its deadline; the loop's
+    /// timeouts close the connections they run out for. Returns what the last
+    /// `on_timer` returned.
     pub fn advance(&mut self, by: Duration) -> Option<Flow> {
         let until = self.now + by;
         let mut flow = None;
-        while let Some(at) = self.io.timers.next().filter(|&at| at <= until) {
-            self.now = self.now.max(at);
-            let Some(token) = self.io.timers.pop_due(at) else { break };
-            if self.entry(ConnId::of(token)).is_some_and(|entry| entry.closing) {
-                continue; // as in the loop, a connection that said close hears from no timer
+        while let Some(at) = self.driver.machine.io.timers.next().filter(|&at| at <= until) {
+            self.set_time(self.now.max(at));
+            let Some(token) = self.driver.machine.io.timers.pop_due(at) else { break };
+            if let Some(fired) = self.driver.timer(token) {
+                flow = Some(fired);
             }
-            flow = Some(self.call_flow(token, |protocol, conn, io| protocol.on_timer(conn, io)));
+            self.settle();
         }
-        self.now = until;
+        self.set_time(until);
+        self.driver.close_expired();
+        self.settle();
         flow
     }
 
@@ -222,21 +234,25 @@ impl<P: Protocol> Harness<P> {
 
     /// When the timer of the harness's own connection fires, if it is set.
     pub fn timer(&self) -> Option<Instant> {
-        self.io.timers.deadline(self.conns[0].token)
+        self.driver.machine.io.timers.deadline(self.own)
     }
 
-    /// Everything written to the harness's own connection since the last call, in
-    /// order (see [`take_output_of`](Harness::take_output_of)).
+    /// Everything written to the harness's own connection since the test last took
+    /// its output (see [`take_output_of`](Harness::take_output_of)).
     pub fn take_output(&mut self) -> Vec<u8> {
         self.take_output_of(self.id())
     }
 
     /// The protocol.
     pub fn protocol(&self) -> &P {
-        &self.protocol
+        &self.driver.machine.protocol
     }
 
     /// The state of the harness's own connection.
+    ///
+    /// # Panics
+    ///
+    /// If it is closed.
     pub fn conn(&self) -> &P::Conn {
         self.conn_of(self.id())
     }
@@ -244,209 +260,196 @@ impl<P: Protocol> Harness<P> {
     /// The connections the protocol asked to open and the test has neither
     /// established nor failed, with their addresses, oldest first.
     pub fn connecting(&self) -> Vec<(ConnId, SocketAddr)> {
-        let pending = self.conns.iter().filter_map(|entry| match entry.status {
-            Status::Connecting(addr) => Some((ConnId::of(entry.token), addr)),
-            _ => None,
-        });
-        pending.collect()
+        let mut pending: Vec<(u64, ConnId, SocketAddr)> = self
+            .driver
+            .tokens()
+            .into_iter()
+            .filter_map(|token| {
+                let peer = &self.driver.slot(token)?.wire;
+                peer.connecting.map(|addr| (peer.serial, ConnId::of(token), addr))
+            })
+            .collect();
+        pending.sort_unstable_by_key(|&(serial, _, _)| serial);
+        pending.into_iter().map(|(_, id, addr)| (id, addr)).collect()
     }
 
-    /// Establishes connection `id`: calls [`Protocol::on_open`] for it, then reads
-    /// what it [received](Harness::receive_on) while it was being opened.
-    pub fn establish(&mut self, id: ConnId) -> Flow {
-        if let Some(entry) = self.entry(id) {
-            entry.status = Status::Open;
-        }
-        let flow = self.call_flow(id.token(), |protocol, conn, io| protocol.on_open(conn, io));
-        self.read(id.token());
+    /// Establishes connection `id`, being opened: calls [`Protocol::on_open`] for it
+    /// (unless a close came first), then it reads what it
+    /// [received](Harness::receive_on) meanwhile.
+    pub fn establish(&mut self, id: ConnId) -> Option<Flow> {
+        let reads = self.driver.registry.reads;
+        self.driver.with_slot(id.token(), |machine, slot| {
+            slot.wire.connecting = None;
+            machine.ready(&mut slot.conn, peer_edge(reads));
+        })?;
+        let flow = self.driver.established(id.token());
+        self.settle();
         flow
+    }
+
+    /// When the test reads what the connections send, from now on: only when it
+    /// takes it (the default), or at once (see [`PeerReads`]).
+    pub fn set_peer_reads(&mut self, reads: PeerReads) {
+        self.driver.registry.reads = reads;
+        for token in self.driver.tokens() {
+            self.driver.with_slot(token, |machine, slot| {
+                slot.wire.reading = reads == PeerReads::AtOnce;
+                match reads {
+                    PeerReads::AtOnce if slot.wire.connecting.is_none() => {
+                        machine.ready(&mut slot.conn, peer_edge(reads))
+                    }
+                    _ => machine.not_writable(&mut slot.conn),
+                }
+            });
+        }
+        for token in self.driver.tokens() {
+            self.edge(token, Edge::default());
+        }
     }
 
     /// Fails connection `id`, being opened: [`Protocol::on_close`] with
     /// [`Closed::ConnectFailed`].
     pub fn fail_connect(&mut self, id: ConnId, error: io::ErrorKind) {
-        self.close_on(id, Closed::ConnectFailed(error), &[]);
+        self.end_on(id, Closed::ConnectFailed(error));
     }
 
-    /// Calls [`Protocol::on_data`] for connection `id` with `input`, as it is.
+    /// Calls [`Protocol::on_data`] for connection `id` with `input`, as it is (see
+    /// [`data`](Harness::data)).
+    ///
+    /// # Panics
+    ///
+    /// If the connection is closed.
     pub fn data_on(&mut self, id: ConnId, input: &[u8]) -> Verdict {
-        let token = id.token();
-        let (verdict, wrote) = self.call_only(token, |protocol, conn, io| protocol.on_data(conn, input, io));
-        self.note_verdict(token, verdict.then, wrote);
-        self.carry_out_deferred();
-        verdict
+        let verdict = self.driver.data(id.token(), input);
+        self.settle();
+        verdict.unwrap_or_else(|| panic!("{id:?} is closed"))
     }
 
-    /// Calls [`Protocol::on_wake`] for connection `id`.
-    pub fn wake_on(&mut self, id: ConnId) -> Flow {
-        self.call_flow(id.token(), |protocol, conn, io| protocol.on_wake(conn, io))
+    /// The peer of connection `id` sends `input`: the connection reads it as one
+    /// read (per 64 KiB), after what it holds, as the loop does, when it reads (see
+    /// [`Harness`]). A connection being opened reads it once established; a
+    /// closing or closed one drops it.
+    pub fn receive_on(&mut self, id: ConnId, input: &[u8]) {
+        let Some(slot) = self.driver.slot_mut(id.token()) else { return };
+        slot.wire.unread.extend_from_slice(input);
+        self.edge(id.token(), Edge { readable: true, ..Edge::default() });
     }
 
-    /// Calls [`Protocol::on_input_end`] for connection `id`.
-    pub fn input_end_on(&mut self, id: ConnId) -> Flow {
-        self.call_flow(id.token(), |protocol, conn, io| protocol.on_input_end(conn, io))
+    /// Calls [`Protocol::on_wake`] for connection `id`, as [`Io::wake`](super::io::Io::wake)
+    /// does; `None` when it is closing or closed, and not called.
+    pub fn wake_on(&mut self, id: ConnId) -> Option<Flow> {
+        let flow = self.driver.wake(id.token());
+        self.settle();
+        flow
     }
 
-    /// Calls [`Protocol::on_close`] for connection `id`, unless it is closed already.
-    pub fn close_on(&mut self, id: ConnId, closed: Closed, unconsumed: &[u8]) {
-        let Some(entry) = self.entry(id).filter(|entry| !matches!(entry.status, Status::Closed(_))) else {
-            return;
-        };
-        entry.status = Status::Closed(closed);
-        (entry.held, entry.unread) = (Vec::new(), Vec::new());
-        self.call(id.token(), |protocol, conn, io| protocol.on_close(conn, closed, unconsumed, io));
-        self.io.timers.cancel(id.token());
+    /// The peer of connection `id` finishes sending: once what it sent is read,
+    /// [`Protocol::on_input_end`] is called.
+    pub fn input_end_on(&mut self, id: ConnId) {
+        let Some(slot) = self.driver.slot_mut(id.token()) else { return };
+        slot.wire.ended = true;
+        self.edge(id.token(), Edge { readable: true, read_closed: true, ..Edge::default() });
     }
 
-    /// Everything written to connection `id` since the last call, in order. Taking
-    /// it is its peer reading it: a connection [paused](super::Then::Pause) for its output
-    /// goes on (see [Input](Harness#input)), and what it writes then is taken too.
+    /// Ends connection `id` as `closed` says (a reset, a timeout, ...), at once:
+    /// [`Protocol::on_close`] is called with what it holds unconsumed. Nothing, if
+    /// it is closed already.
+    pub fn end_on(&mut self, id: ConnId, closed: Closed) {
+        self.driver.close(id.token(), closed);
+        self.settle();
+    }
+
+    /// Everything written to connection `id` since the test last took its output,
+    /// in order. Taking it is its peer reading it: a connection
+    /// [paused](super::protocol::Flow#pause-and-resume) for its output goes on, a
+    /// close goes on, and what it writes meanwhile is taken too.
     pub fn take_output_of(&mut self, id: ConnId) -> Vec<u8> {
-        let Some(entry) = self.entry(id) else { return Vec::new() };
-        let mut taken = std::mem::take(&mut entry.collected);
-        loop {
-            let went_on = self.read(id.token()).is_some();
-            if let Some(entry) = self.entry(id) {
-                taken.append(&mut entry.collected);
+        let token = id.token();
+        let Some(slot) = self.driver.slot_mut(token) else { return self.left_by(token) };
+        slot.wire.reading = true;
+        self.edge(token, Edge { writable: true, ..Edge::default() });
+        let reads = self.driver.registry.reads;
+        let taken = self.driver.with_slot(token, |machine, slot| {
+            if reads == PeerReads::WhenTaken {
+                slot.wire.reading = false;
+                machine.not_writable(&mut slot.conn);
             }
-            if !went_on {
-                return taken;
-            }
-        }
+            std::mem::take(&mut slot.wire.taken)
+        });
+        taken.unwrap_or_else(|| self.left_by(token))
+    }
+
+    /// What connection `token`, closed, had sent that the test had not taken yet.
+    fn left_by(&mut self, token: Token) -> Vec<u8> {
+        let closed = self.driver.registry.closed.iter_mut().find(|(closed, _, _)| *closed == token);
+        closed.map(|(_, _, left)| std::mem::take(left)).unwrap_or_default()
     }
 
     /// The state of connection `id`.
     ///
     /// # Panics
     ///
-    /// If the harness has no connection `id`.
+    /// If the harness has no open connection `id`.
     pub fn conn_of(&self, id: ConnId) -> &P::Conn {
-        &self.entry_ref(id).state
+        let slot = self.driver.slot(id.token());
+        slot.unwrap_or_else(|| panic!("{id:?} is closed, or not one of this harness")).conn.state()
     }
 
-    /// How connection `id` was closed, if it was: by [`close_on`](Harness::close_on),
-    /// or by a callback's [`Io::close`] (as [`Closed::Done`]).
+    /// How connection `id` was closed, if it was.
     pub fn closed(&self, id: ConnId) -> Option<Closed> {
-        self.conns.iter().find(|entry| entry.token == id.token()).and_then(|entry| match entry.status {
-            Status::Closed(closed) => Some(closed),
-            _ => None,
-        })
+        let record = &self.driver.registry.closed;
+        record.iter().find(|(token, _, _)| *token == id.token()).map(|&(_, closed, _)| closed)
     }
 
-    /// Whether connection `id` was shut down for writing ([`Io::shutdown`]).
+    /// Whether connection `id` was shut down for writing ([`Io::shutdown`](super::io::Io::shutdown)),
+    /// or will be once its output is taken.
     pub fn is_shut(&self, id: ConnId) -> bool {
-        self.conns.iter().any(|entry| entry.token == id.token() && entry.shut)
+        self.driver.slot(id.token()).is_some_and(|slot| slot.wire.shut || slot.conn.is_shutting_down())
     }
 
-    fn entry(&mut self, id: ConnId) -> Option<&mut Entry<P::Conn>> {
-        self.conns.iter_mut().find(|entry| entry.token == id.token())
+    /// What connection `id` holds of what it [received](Harness::receive_on): the
+    /// bytes its protocol left unconsumed, which the loop would hand to
+    /// [`Protocol::on_close`] if it closed now.
+    pub fn unconsumed(&self, id: ConnId) -> &[u8] {
+        self.driver.slot(id.token()).map_or(&[], |slot| slot.conn.held())
     }
 
-    /// # Panics
-    ///
-    /// If the harness has no connection `id`.
-    fn entry_ref(&self, id: ConnId) -> &Entry<P::Conn> {
-        let entry = self.conns.iter().find(|entry| entry.token == id.token());
-        entry.expect("a connection of this harness")
+    /// Whether connection `id` is closing or closed: a callback said close (or
+    /// another connection closed it), and nothing more is read.
+    pub fn is_closing(&self, id: ConnId) -> bool {
+        self.driver.slot(id.token()).is_none_or(|slot| !slot.conn.is_open())
     }
 
-    /// Makes a call that says what comes next, notes a close, and carries out what
-    /// it asked.
-    fn call_flow(
-        &mut self,
-        token: Token,
-        callback: impl FnOnce(&mut P, &mut P::Conn, &mut Io<'_>) -> Flow,
-    ) -> Flow {
-        let (flow, _) = self.call_only(token, callback);
-        if flow == Flow::Close {
-            if let Some(entry) = self.entry(ConnId::of(token)) {
-                entry.closing = true;
-                (entry.held, entry.unread) = (Vec::new(), Vec::new());
+    /// The clock at `now`: the instant callbacks see, and the seconds the loop's
+    /// deadlines count (from 1, as the loop's clock).
+    fn set_time(&mut self, now: Instant) {
+        self.now = now;
+        let second = 1 + u32::try_from((now - self.start).as_secs()).unwrap_or(u32::MAX - 1);
+        self.driver.machine.set_time(now, second);
+    }
+
+    /// An edge of connection `token`'s wire: the test sent, finished, or reads. One
+    /// being opened only remembers it, for once it is established.
+    fn edge(&mut self, token: Token, edge: Edge) {
+        let connecting = self.driver.with_slot(token, |machine, slot| {
+            let connecting = slot.wire.connecting.is_some();
+            if connecting {
+                machine.ready(&mut slot.conn, edge);
             }
-        }
-        self.carry_out_deferred();
-        flow
-    }
-
-    /// Makes one call on connection `token`, then carries out what it asked.
-    fn call<R>(&mut self, token: Token, callback: impl FnOnce(&mut P, &mut P::Conn, &mut Io<'_>) -> R) -> R {
-        let (result, _) = self.call_only(token, callback);
-        self.carry_out_deferred();
-        result
-    }
-
-    /// Makes one call on connection `token` and collects its output; returns what
-    /// the call returned and whether it wrote anything.
-    ///
-    /// # Panics
-    ///
-    /// If the harness has no connection `token`.
-    fn call_only<R>(
-        &mut self,
-        token: Token,
-        callback: impl FnOnce(&mut P, &mut P::Conn, &mut Io<'_>) -> R,
-    ) -> (R, bool) {
-        let entry =
-            self.conns.iter_mut().find(|entry| entry.token == token).expect("a connection of this harness");
-        let mut io = self.io.for_call(token, self.now, entry.collected.len());
-        let result = callback(&mut self.protocol, &mut entry.state, &mut io);
-        let wrote = !self.io.output.is_empty();
-        if wrote {
-            // A paused protocol waiting for output has it.
-            entry.awaiting_output = false;
-        }
-        if !entry.shut {
-            entry.collected.extend(self.io.output.to_vec());
-        }
-        (result, wrote)
-    }
-
-    /// Carries out what the calls made so far asked, and what the calls that makes
-    /// ask in turn, until nothing is left; inside that, does nothing (the one under
-    /// way carries out the rest).
-    fn carry_out_deferred(&mut self) {
-        if std::mem::replace(&mut self.carrying_out, true) {
+            connecting
+        });
+        if connecting != Some(false) {
             return;
         }
-        while !self.io.deferred.is_empty() {
-            let batch = self.io.deferred.take(Batch::default());
-            for request in &batch.requests {
-                self.carry_out(request, &batch.bytes);
-            }
-        }
-        self.carrying_out = false;
+        self.driver.edge(token, edge);
+        self.settle();
     }
 
-    /// Does what a call asked of a connection, as the loop does when it returns.
-    fn carry_out(&mut self, request: &Request, bytes: &[u8]) {
-        let open = |entry: &Entry<P::Conn>| !matches!(entry.status, Status::Closed(_));
-        match *request {
-            Request::Connect(token, addr) => self.conns.push(Entry::new(token, Status::Connecting(addr))),
-            Request::Write { to, bytes: ref range, .. } => {
-                if let Some(entry) = self.entry(ConnId::of(to)).filter(|entry| open(entry) && !entry.shut) {
-                    entry.collected.extend_from_slice(&bytes[range.clone()]);
-                }
-            }
-            Request::Wake(token) if self.entry(ConnId::of(token)).is_some_and(|e| open(e) && !e.closing) => {
-                self.call_flow(token, |protocol, conn, io| protocol.on_wake(conn, io));
-            }
-            Request::Resume(token) => {
-                if let Some(entry) = self.entry(ConnId::of(token)).filter(|entry| open(entry)) {
-                    entry.awaiting_output = false;
-                    self.read(token);
-                }
-            }
-            Request::Shutdown(token) => {
-                if let Some(entry) = self.entry(ConnId::of(token)) {
-                    entry.shut = true;
-                }
-            }
-            Request::Close(token) => self.close_on(ConnId::of(token), Closed::Done, &[]),
-            Request::Wake(_) | Request::Idle(..) | Request::Drain(..) | Request::Splice(..) => {}
+    /// Does what the loop would do before its next wait: serves the connections
+    /// whose turn was cut short, until none is.
+    fn settle(&mut self) {
+        while self.driver.has_work() {
+            self.driver.serve_again();
         }
     }
 }
-
-mod input;
-#[cfg(test)]
-mod tests;

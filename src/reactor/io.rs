@@ -7,11 +7,26 @@ use std::time::{Duration, Instant};
 
 use super::clock::far_future;
 use super::config::{DrainPolicy, IdleTimeout, OUTPUT_BUDGET};
+use super::orders::{Order, Orders};
 use super::output::Output;
-use super::requests::{Deferred, Request};
 use super::slab::Token;
 use super::timers::Timers;
-use super::ConnId;
+
+/// Names one connection of a loop, for [`Io::write_to`], [`Io::wake`] and the other
+/// calls that reach another connection; a closed connection's id never names a
+/// later one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ConnId(u64);
+
+impl ConnId {
+    pub(crate) fn of(token: Token) -> ConnId {
+        ConnId(token.0)
+    }
+
+    pub(crate) fn token(self) -> Token {
+        Token(self.0)
+    }
+}
 
 /// What a callback can do: on its connection, write output, set its timer, and see
 /// the loop's time; on the loop, open a connection and write to, wake, resume,
@@ -54,30 +69,39 @@ pub struct Io<'a> {
     /// Bytes the connection had queued, unsent, before this call.
     queued: usize,
     timers: &'a mut Timers,
-    deferred: &'a mut Deferred,
+    orders: &'a mut Orders,
 }
 
 /// What every callback's [`Io`] borrows from the loop (or the harness): the one
-/// output buffer, the timers, and the requests for other connections.
+/// output buffer, the timers, and the orders for other connections.
 #[derive(Debug)]
 pub(crate) struct IoState {
     pub(crate) output: Output,
+    /// The connection whose callback's output `output` holds until it is sent or
+    /// queued; the next call may not start before.
+    pub(crate) output_of: Option<Token>,
     pub(crate) timers: Timers,
-    pub(crate) deferred: Deferred,
+    pub(crate) orders: Orders,
 }
 
 impl IoState {
     /// Timers counted from `origin`, nothing written, nothing asked.
     pub(crate) fn new(origin: Instant) -> IoState {
-        IoState { output: Output::new(), timers: Timers::new(origin), deferred: Deferred::default() }
+        IoState {
+            output: Output::new(),
+            output_of: None,
+            timers: Timers::new(origin),
+            orders: Orders::default(),
+        }
     }
 
     /// An [`Io`] for a callback on connection `token`, which has `queued` bytes
     /// unsent, at `now`; the output starts empty.
     pub(crate) fn for_call(&mut self, token: Token, now: Instant, queued: usize) -> Io<'_> {
+        debug_assert!(self.output_of.is_none(), "a call's output was neither sent nor queued");
         self.output.clear();
-        let (output, timers, deferred) = (&mut self.output, &mut self.timers, &mut self.deferred);
-        Io { id: ConnId::of(token), now, output, queued, timers, deferred }
+        let (output, timers, orders) = (&mut self.output, &mut self.timers, &mut self.orders);
+        Io { id: ConnId::of(token), now, output, queued, timers, orders }
     }
 }
 
@@ -162,13 +186,13 @@ impl<'a> Io<'a> {
     /// Whether this connection is closed when it stays idle for the loop's idle
     /// timeout (the default), or never.
     pub fn set_idle_timeout(&mut self, idle: IdleTimeout) {
-        self.deferred.push(Request::Idle(self.id.token(), idle));
+        self.orders.push(Order::Idle(self.id.token(), idle));
     }
 
     /// What a graceful stop does with this connection when it is idle: close it
     /// once the grace is over (the default), or leave it until it closes.
     pub fn set_drain_policy(&mut self, policy: DrainPolicy) {
-        self.deferred.push(Request::Drain(self.id.token(), policy));
+        self.orders.push(Order::Drain(self.id.token(), policy));
     }
 
     /// Opens a connection to `addr` (non-blocking, `TCP_NODELAY`) and returns its id
@@ -220,8 +244,8 @@ impl<'a> Io<'a> {
     /// }
     /// ```
     pub fn connect(&mut self, addr: SocketAddr) -> ConnId {
-        let token = self.deferred.ids.take();
-        self.deferred.push(Request::Connect(token, addr));
+        let token = self.orders.ids.take();
+        self.orders.push(Order::Connect(token, addr));
         ConnId::of(token)
     }
 
@@ -235,7 +259,7 @@ impl<'a> Io<'a> {
             return self.write(bytes);
         }
         if !bytes.is_empty() {
-            self.deferred.write(self.id.token(), to.token(), bytes);
+            self.orders.write(self.id.token(), to.token(), bytes);
         }
     }
 
@@ -252,21 +276,21 @@ impl<'a> Io<'a> {
     /// does one the kernel cannot give a pipe for (the input keeps reaching
     /// `on_data`). The [`Harness`](super::Harness) splices nothing.
     pub fn splice_to(&mut self, to: ConnId) {
-        self.deferred.push(Request::Splice(self.id.token(), to.token()));
+        self.orders.push(Order::Splice(self.id.token(), to.token()));
     }
 
     /// Calls [`Protocol::on_wake`](super::Protocol::on_wake) for connection `id`, if
     /// it is open (even if not yet established). This and the calls below do nothing
     /// for a connection that is closed.
     pub fn wake(&mut self, id: ConnId) {
-        self.deferred.push(Request::Wake(id.token()));
+        self.orders.push(Order::Wake(id.token()));
     }
 
     /// Ends the pause of connection `id` ([`Verdict::pause`](super::Verdict::pause)):
     /// once its output is sent, its `on_data` is called again with the input it
     /// holds, and it is read again.
     pub fn resume(&mut self, id: ConnId) {
-        self.deferred.push(Request::Resume(id.token()));
+        self.orders.push(Order::Resume(id.token()));
     }
 
     /// Shuts down the writing side of connection `id` (`shutdown(SHUT_WR)`) once its
@@ -275,13 +299,13 @@ impl<'a> Io<'a> {
     /// has ended too ([`Protocol::on_input_end`](super::Protocol::on_input_end)) is
     /// closed, as [`Closed::Done`](super::Closed::Done).
     pub fn shutdown(&mut self, id: ConnId) {
-        self.deferred.push(Request::Shutdown(id.token()));
+        self.orders.push(Order::Shutdown(id.token()));
     }
 
     /// Closes connection `id` once its output is sent, as if its own callback had
     /// returned [`Flow::Close`](super::Flow::Close).
     pub fn close(&mut self, id: ConnId) {
-        self.deferred.push(Request::Close(id.token()));
+        self.orders.push(Order::Close(id.token()));
     }
 }
 

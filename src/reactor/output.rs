@@ -17,11 +17,11 @@ use crate::sys::{self, More};
 /// Bytes up to which a body is better copied into each answer ([`Io::write`]) than
 /// referenced ([`Io::write_shared`]): copied, an answer and a pipeline of them stay
 /// one contiguous `send`; larger, a reference saves the copy. The hello server's
-/// prebuilt answers and the load generator's requests both draw the line here.
+/// prebuilt answers draw the line here.
 ///
 /// [`Io::write`]: super::Io::write
 /// [`Io::write_shared`]: super::Io::write_shared
-pub const COPY_MAX: usize = 1024;
+pub(crate) const COPY_MAX: usize = 1024;
 
 /// Slices handed to one `sendmsg`: a head and a body each, for 32 answers.
 const SLICES_PER_SEND: usize = 64;
@@ -94,12 +94,7 @@ impl Output {
     /// now, up to the file's end): for tests and tools.
     pub(crate) fn to_vec(&self) -> Vec<u8> {
         let mut all = Vec::with_capacity(self.len);
-        for piece in self.pieces(0) {
-            match piece.memory() {
-                Some(bytes) => all.extend_from_slice(bytes),
-                None => piece.read_file_into(&mut all),
-            }
-        }
+        append(self.pieces(0), &mut all);
         all
     }
 
@@ -163,6 +158,17 @@ impl Output {
             }
         }
         Ok(sent)
+    }
+}
+
+/// Appends the bytes of `pieces` to `all`, file ranges read as they are now (up to
+/// the file's end).
+fn append<'a>(pieces: impl Iterator<Item = Piece<'a>>, all: &mut Vec<u8>) {
+    for piece in pieces {
+        match piece.memory() {
+            Some(bytes) => all.extend_from_slice(bytes),
+            None => piece.read_file_into(all),
+        }
     }
 }
 
@@ -350,6 +356,16 @@ impl SendQueue {
             }
         }
         Ok(sent)
+    }
+
+    /// Appends every queued byte to `all` (file ranges read as they are now), as a
+    /// peer that takes everything would; returns how many, and leaves the queue
+    /// empty: for tests and tools.
+    pub(crate) fn take_into(&mut self, all: &mut Vec<u8>) -> usize {
+        let len = self.len;
+        append(self.pieces(), all);
+        *self = SendQueue::default();
+        len
     }
 
     /// The queued pieces, in order, none empty.

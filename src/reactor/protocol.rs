@@ -5,16 +5,14 @@ use std::io;
 use std::time::SystemTime;
 
 use super::io::Io;
-use super::slab::Token;
 
-/// What the loop does after [`Protocol::on_data`]: how much input was used, and
-/// what comes next.
+/// What [`Protocol::on_data`] answers: how much input it used, and what comes next.
 ///
 /// ```
-/// use percore::reactor::{Then, Verdict};
+/// use percore::reactor::{Flow, Verdict};
 /// // Used 10 bytes; the rest waits for more input, on an open connection.
-/// assert_eq!(Verdict::keep(10), Verdict { consumed: 10, then: Then::Read });
-/// assert_eq!(Verdict::close(10).then, Then::Close);
+/// assert_eq!(Verdict::keep(10), Verdict { consumed: 10, flow: Flow::Continue });
+/// assert_eq!(Verdict::close(10).flow, Flow::Close);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Verdict {
@@ -22,68 +20,58 @@ pub struct Verdict {
     /// whatever arrives next, on the next call.
     pub consumed: usize,
     /// What the loop does next.
-    pub then: Then,
-}
-
-/// What the loop does with a connection after [`Protocol::on_data`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Then {
-    /// Reads more input.
-    Read,
-    /// Reads no more for now, and calls `on_data` again with the unconsumed input
-    /// (new bytes too, if any came) once this call's output is sent. For a protocol
-    /// that answers part of what it was given (its output is [full](Io::is_full)),
-    /// or that waits before it answers more. With nothing written, nothing sends
-    /// it on by itself: it goes on once a later callback ([`on_timer`](Protocol::on_timer),
-    /// [`on_wake`](Protocol::on_wake)) writes to it and that output is sent, or once
-    /// any callback [resumes](Io::resume) it.
-    Pause,
-    /// Closes the connection once the output is sent; input after `consumed` is
-    /// never handed to the protocol.
-    Close,
+    pub flow: Flow,
 }
 
 impl Verdict {
     /// `consumed` bytes used; read more.
     pub fn keep(consumed: usize) -> Verdict {
-        Verdict { consumed, then: Then::Read }
+        Verdict { consumed, flow: Flow::Continue }
     }
 
     /// `consumed` bytes used; call again with the rest once the output is sent.
     pub fn pause(consumed: usize) -> Verdict {
-        Verdict { consumed, then: Then::Pause }
+        Verdict { consumed, flow: Flow::Pause }
     }
 
     /// `consumed` bytes used; close the connection once the output is sent.
     pub fn close(consumed: usize) -> Verdict {
-        Verdict { consumed, then: Then::Close }
+        Verdict { consumed, flow: Flow::Close }
     }
 }
 
-/// What the loop does after [`Protocol::on_open`], [`on_timer`](Protocol::on_timer),
-/// [`on_wake`](Protocol::on_wake) or [`on_input_end`](Protocol::on_input_end).
+/// What the loop does with a connection after a callback: every callback but
+/// [`on_close`](Protocol::on_close) answers with one (`on_data` inside its
+/// [`Verdict`]).
+///
+/// # Pause and resume
+///
+/// A paused connection is read no more, and `on_data` is not called, until the
+/// pause ends; then `on_data` is called with the input it holds unconsumed (if any),
+/// before anything more is read. The pause ends:
+/// - once the output written by the call that paused is sent (taken by the peer);
+/// - if that call wrote nothing: once a later callback of the connection
+///   ([`on_timer`](Protocol::on_timer), [`on_wake`](Protocol::on_wake)) writes to
+///   it and that output is sent, or once any callback
+///   [resumes](Io::resume) it.
+///
+/// Input that arrives meanwhile waits in the socket. A pause is for a protocol
+/// that answers part of what it was given (its output is [full](Io::is_full)),
+/// or that waits before it answers more (a delayed answer, a backend to reply
+/// first).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flow {
-    /// Goes on: sends the output, and reads as before.
+    /// Goes on: the output is sent, and the connection is read as before (a paused
+    /// one stays paused, and goes on as [Pause and resume](Flow#pause-and-resume)
+    /// says). After [`on_input_end`](Protocol::on_input_end): stays open for
+    /// writing, half-closed.
     Continue,
-    /// Closes the connection once the output is sent.
+    /// Reads no more for now (see [Pause and resume](Flow#pause-and-resume)). After
+    /// [`on_input_end`](Protocol::on_input_end), as `Continue`: nothing more comes.
+    Pause,
+    /// Closes the connection once the output is sent; input not consumed (and
+    /// whatever arrives later) is never handed to the protocol.
     Close,
-}
-
-/// Names one connection of a loop, for [`Io::write_to`], [`Io::wake`] and the other
-/// calls that reach another connection; a closed connection's id never names a
-/// later one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ConnId(u64);
-
-impl ConnId {
-    pub(crate) fn of(token: Token) -> ConnId {
-        ConnId(token.0)
-    }
-
-    pub(crate) fn token(self) -> Token {
-        Token(self.0)
-    }
 }
 
 /// How a connection ended, as told to [`Protocol::on_close`].
@@ -204,5 +192,19 @@ pub struct Counts {
     /// Requests answered, refusals included.
     pub requests: u64,
     /// Requests refused as malformed or over a limit.
-    pub errors: u64,
+    pub refused: u64,
+}
+
+/// A protocol that consumes what it is given and answers nothing: for the unit tests
+/// of the loop and of what runs it, which test their own decisions.
+#[cfg(test)]
+pub(crate) struct Unused;
+
+#[cfg(test)]
+impl Protocol for Unused {
+    type Conn = ();
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], _io: &mut Io<'_>) -> Verdict {
+        Verdict::keep(input.len())
+    }
 }

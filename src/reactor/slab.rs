@@ -89,12 +89,31 @@ impl<T> Slab<T> {
     }
 
     /// The value `token` names, unless it was removed since.
+    pub(crate) fn get(&self, token: Token) -> Option<&T> {
+        let slot = self.slots.get(token.index())?;
+        (slot.generation == token.generation()).then_some(slot.value.as_ref()).flatten()
+    }
+
+    /// The value `token` names, unless it was removed since.
     pub(crate) fn get_mut(&mut self, token: Token) -> Option<&mut T> {
         let slot = self.slots.get_mut(token.index())?;
         if slot.generation != token.generation() {
             return None;
         }
         slot.value.as_mut()
+    }
+
+    /// The values `a` and `b` name, both at once, unless either was removed (or
+    /// they are the same).
+    pub(crate) fn pair_mut(&mut self, a: Token, b: Token) -> Option<(&mut T, &mut T)> {
+        let (i, j) = (a.index(), b.index());
+        if i == j || self.get_mut(a).is_none() || self.get_mut(b).is_none() {
+            return None;
+        }
+        let (low, high) = self.slots.split_at_mut(i.max(j));
+        let (first, second) = (&mut low[i.min(j)], &mut high[0]);
+        let (first, second) = (first.value.as_mut()?, second.value.as_mut()?);
+        Some(if i < j { (first, second) } else { (second, first) })
     }
 
     /// Removes the value `token` names; the caller gives the token back to [`Ids`].
@@ -144,6 +163,16 @@ mod tests {
         assert_eq!(remove(&mut slab, &mut ids, old), None);
         assert_eq!(slab.get_mut(new), Some(&mut "second"));
         assert_eq!(slab.len(), 1);
+        assert_eq!(slab.pair_mut(old, new), None, "a removed token names nothing");
+    }
+
+    #[test]
+    fn two_values_are_borrowed_at_once_in_the_order_asked() {
+        let (mut slab, mut ids) = (Slab::new(), Ids::default());
+        let (a, b) = (insert(&mut slab, &mut ids, 'a'), insert(&mut slab, &mut ids, 'b'));
+        assert_eq!(slab.pair_mut(a, b), Some((&mut 'a', &mut 'b')));
+        assert_eq!(slab.pair_mut(b, a), Some((&mut 'b', &mut 'a')));
+        assert_eq!(slab.pair_mut(a, a), None, "one value is not two");
     }
 
     #[test]

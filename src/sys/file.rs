@@ -1,6 +1,7 @@
 //! Files sent without a copy: a body sealed in a memfd, and sendfile(2) from any
 //! file to a socket.
 
+use super::retry::restarting;
 use std::ffi::CStr;
 use std::fs::File;
 use std::io;
@@ -36,6 +37,6 @@ pub fn sendfile(to: BorrowedFd<'_>, file: BorrowedFd<'_>, offset: u64, len: usiz
     // SAFETY: both descriptors are borrowed, so open; sendfile(2) reads `offset` and
     // writes it back (advanced by what was sent); it lives for the call. No other
     // memory of ours is touched.
-    let n = super::restarting(|| unsafe { syscall!(sendfile(to, from, &mut offset, len)) })?;
+    let n = restarting(|| unsafe { syscall!(sendfile(to, from, &mut offset, len)) })?;
     Ok(n as usize)
 }

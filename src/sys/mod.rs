@@ -29,6 +29,7 @@ macro_rules! syscall {
 mod file;
 mod handoff;
 mod process;
+mod retry;
 mod shared;
 mod splice;
 mod timer;
@@ -39,6 +40,7 @@ pub use process::{
     fork, kill, pipe, raise_nofile_limit, reap_child, set_batch_scheduling, set_parent_death_signal,
     thread_count, Exit, Forked, SignalFd,
 };
+use retry::restarting;
 pub use shared::SharedCounters;
 pub use splice::Pipe;
 pub use timer::TimerFd;
@@ -57,6 +59,10 @@ impl EpollEvent {
     /// Data can be read (or a pending `accept`).
     pub fn is_readable(&self) -> bool {
         self.0.events & (libc::EPOLLIN as u32) != 0
+    }
+    /// Output can be sent (or the connection is gone, which a send then tells).
+    pub fn is_writable(&self) -> bool {
+        self.0.events & ((libc::EPOLLOUT | libc::EPOLLHUP | libc::EPOLLERR) as u32) != 0
     }
     /// The peer shut down its writing side, or the connection is gone: reading must
     /// continue until `recv` returns 0 or an error, since no later edge will come.
@@ -198,21 +204,11 @@ pub fn accept(listener: BorrowedFd<'_>) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// Makes `call` again while it fails with `EINTR`.
-fn restarting<T>(mut call: impl FnMut() -> io::Result<T>) -> io::Result<T> {
-    loop {
-        match call() {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            result => return result,
-        }
-    }
-}
-
 /// What a failed `accept4` means for the loop (accept(2), "Error handling").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AcceptError {
     /// The queue is empty.
-    Drained,
+    Empty,
     /// The connection at the head of the queue failed before it was taken; the
     /// next one is there.
     Aborted,
@@ -226,7 +222,7 @@ impl AcceptError {
     /// Classifies an error of [`accept`].
     pub fn of(e: &io::Error) -> AcceptError {
         match e.raw_os_error() {
-            Some(libc::EAGAIN) => AcceptError::Drained,
+            Some(libc::EAGAIN) => AcceptError::Empty,
             Some(libc::EMFILE | libc::ENFILE) => AcceptError::OutOfDescriptors,
             Some(
                 libc::ECONNABORTED

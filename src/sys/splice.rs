@@ -1,6 +1,7 @@
 //! Bytes moved from one socket to another through a pipe, with splice(2): the
 //! kernel hands pages over and never copies them to user memory.
 
+use super::retry::restarting;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
@@ -30,7 +31,7 @@ impl Pipe {
 
     /// Moves up to `len` bytes from the pipe to socket `to`; `WouldBlock` when the
     /// socket is full.
-    pub fn drain_to(&self, to: BorrowedFd<'_>, len: usize) -> io::Result<usize> {
+    pub fn empty_into(&self, to: BorrowedFd<'_>, len: usize) -> io::Result<usize> {
         splice(self.read.as_fd(), to, len)
     }
 }
@@ -42,6 +43,6 @@ fn splice(from: BorrowedFd<'_>, to: BorrowedFd<'_>, len: usize) -> io::Result<us
     // SAFETY: both descriptors are borrowed, so open; splice(2) takes no memory of
     // ours: both offsets are null (a pipe and a socket are read and written where
     // they stand).
-    let n = super::restarting(|| unsafe { syscall!(splice(from, no_offset, to, no_offset, len, flags)) })?;
+    let n = restarting(|| unsafe { syscall!(splice(from, no_offset, to, no_offset, len, flags)) })?;
     Ok(n as usize)
 }

@@ -6,9 +6,12 @@
 use std::net::TcpListener;
 use std::time::Duration;
 
-use super::live::Board;
-use super::{Event, Options, Pinning, Scheduling, Service, WorkerError};
-use crate::reactor::{DrainOptions, ListenerFate, Protocol, Reactor, Wake};
+use super::error::WorkerError;
+use super::event::Event;
+use super::live::SharedLive;
+use super::options::{Options, Pinning, Scheduling};
+use super::service::Service;
+use crate::reactor::{DrainOptions, ListenerFate, Protocol, Reactor, Returned};
 use crate::sys::{self, SignalFd, TimerFd};
 
 /// What a worker is given by the master: which worker it is, and the options of all.
@@ -16,7 +19,7 @@ pub(crate) struct Assignment<'a> {
     pub(crate) index: usize,
     pub(crate) master_pid: u32,
     pub(crate) options: &'a Options,
-    pub(crate) board: &'a Board,
+    pub(crate) shared: &'a SharedLive,
 }
 
 impl Assignment<'_> {
@@ -24,10 +27,6 @@ impl Assignment<'_> {
         self.options.cpus[self.index]
     }
 }
-
-/// Environment variable that makes every worker fail at start, to test how the
-/// master handles a worker that cannot run.
-pub(crate) const FAULT_VARIABLE: &str = "PERCORE_FAULT";
 
 /// How often a worker publishes its live figures.
 const PUBLISH_EVERY: Duration = Duration::from_secs(1);
@@ -74,18 +73,15 @@ fn serve<S: Service>(
     if job.options.scheduling == Scheduling::Batch {
         sys::set_batch_scheduling().map_err(WorkerError::Scheduling)?;
     }
-    if std::env::var_os(FAULT_VARIABLE).is_some_and(|v| v == "worker-start") {
-        return Err(WorkerError::Injected);
-    }
     let protocol = service.protocol(config).map_err(WorkerError::Protocol)?;
     let mut reactor = Reactor::new(listener, protocol, job.options.reactor).map_err(WorkerError::Loop)?;
     let publish_timer = TimerFd::every(PUBLISH_EVERY).map_err(WorkerError::Loop)?;
     reactor.watch(&signals).map_err(WorkerError::Loop)?;
     reactor.watch(&publish_timer).map_err(WorkerError::Loop)?;
     let mut retired = false;
-    while reactor.run().map_err(WorkerError::Loop)? == Wake::Control {
+    while reactor.run().map_err(WorkerError::Loop)? == Returned::Control {
         if publish_timer.read().map_err(WorkerError::Loop)? > 0 && !retired {
-            job.board.publish(job.index, reactor.stats(), reactor.protocol().counts());
+            job.shared.publish(job.index, reactor.stats(), reactor.protocol().counts());
         }
         match on_signals(&signals, &mut reactor, job.options)? {
             Signalled::Nothing => {}

@@ -1,5 +1,5 @@
 //! Which CPU each worker runs on: the inherited affinity mask (as `taskset` sets
-//! it), narrowed by `--cpus` and `--workers`.
+//! it), narrowed by a list of CPUs and a number of workers.
 
 use std::fmt::Write;
 
@@ -81,7 +81,7 @@ pub fn plan(
     }
     let workers = workers.unwrap_or(set.len());
     if workers == 0 {
-        return Err("--workers must be at least 1".into());
+        return Err("the number of workers must be at least 1".into());
     }
     Ok(set.iter().copied().cycle().take(workers).collect())
 }
@@ -133,7 +133,10 @@ mod tests {
         assert_eq!(plan(&allowed, Some(&[4, 5]), Some(5)), Ok(vec![4, 5, 4, 5, 4]));
         let refused = plan(&allowed, Some(&[1, 2]), None).unwrap_err();
         assert!(refused.contains("CPU 1 ") && refused.contains("2-5"), "{refused}");
-        assert!(plan(&allowed, None, Some(0)).is_err());
+        assert_eq!(
+            plan(&allowed, None, Some(0)),
+            Err("the number of workers must be at least 1".to_string())
+        );
     }
 
     #[test]

@@ -45,13 +45,10 @@ impl std::fmt::Display for Error {
             }
             Error::Listen { addr, error } => write!(f, "cannot listen on {addr}: {error}"),
             Error::AddressInUse(addr) => {
-                write!(
-                    f,
-                    "cannot listen on {addr}: address in use by another socket (--reuseport-join shares it)"
-                )
+                write!(f, "cannot listen on {addr}: address in use by another socket")
             }
             Error::Inherited(error) => write!(f, "inherited listeners (LISTEN_FDS): {error}"),
-            Error::Steering(error) => write!(f, "--steer cpu: {error}"),
+            Error::Steering(error) => write!(f, "cannot steer connections by CPU: {error}"),
             Error::Load(error) => write!(f, "{error}"),
             Error::Setup(error) => write!(f, "master: {error}"),
             Error::Master(error) => write!(f, "master: {error}"),
@@ -84,8 +81,6 @@ pub enum WorkerError {
     Pin(usize),
     /// `SCHED_BATCH` could not be set.
     Scheduling(io::Error),
-    /// A fault injected for tests (`PERCORE_FAULT=worker-start`).
-    Injected,
     /// The protocol could not be built.
     Protocol(io::Error),
     /// The event loop failed.
@@ -101,9 +96,6 @@ impl std::fmt::Display for WorkerError {
             WorkerError::DeathSignal(e) => write!(f, "prctl: {e}"),
             WorkerError::Pin(cpu) => write!(f, "cannot pin to CPU {cpu}"),
             WorkerError::Scheduling(e) => write!(f, "cannot set SCHED_BATCH: {e}"),
-            WorkerError::Injected => {
-                write!(f, "fault injected at start ({}=worker-start)", super::child::FAULT_VARIABLE)
-            }
             WorkerError::Protocol(e) => write!(f, "{e}"),
             WorkerError::Loop(e) => write!(f, "event loop: {e}"),
             WorkerError::Signals(e) => write!(f, "signalfd: {e}"),
@@ -125,6 +117,15 @@ mod tests {
         let source = std::error::Error::source(&error).expect("the system call's error");
         assert_eq!(source.to_string(), "permission denied");
         assert!(std::error::Error::source(&Error::NoWorkers).is_none());
+    }
+
+    #[test]
+    fn an_error_says_what_is_wrong_in_the_options_terms() {
+        let addr = SocketAddr::from(([127, 0, 0, 1], 80));
+        let in_use = Error::AddressInUse(addr);
+        assert_eq!(in_use.to_string(), "cannot listen on 127.0.0.1:80: address in use by another socket");
+        let steering = Error::Steering(io::Error::other("needs one worker per CPU"));
+        assert_eq!(steering.to_string(), "cannot steer connections by CPU: needs one worker per CPU");
     }
 
     #[test]

@@ -6,7 +6,8 @@ use std::io;
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::{AsFd, OwnedFd};
 
-use super::{Error, Options, PortSharing, Steering};
+use super::error::Error;
+use super::options::{Options, PortSharing, Steering};
 use crate::listen;
 use crate::sys;
 

@@ -18,10 +18,12 @@ pub struct Live {
     pub accepted: u64,
     /// Connections open.
     pub open: u64,
-    /// Requests its protocol answered.
+    /// Connections dropped because a socket call failed.
+    pub failed: u64,
+    /// Requests its protocol answered, refusals included.
     pub requests: u64,
-    /// Requests refused, and connections lost to a failed socket call.
-    pub errors: u64,
+    /// Requests its protocol refused.
+    pub refused: u64,
 }
 
 /// A worker's live figures for a report: which worker, and (at an interval) its
@@ -38,9 +40,10 @@ pub struct WorkerLive {
     pub per_second: Option<f64>,
 }
 
-/// The shared counters, a set per worker index.
+/// Every worker's live figures, in counters shared by the master and its workers: a
+/// set per worker index.
 #[derive(Debug)]
-pub(crate) struct Board {
+pub(crate) struct SharedLive {
     counters: SharedCounters,
 }
 
@@ -48,12 +51,13 @@ const PID: usize = 0;
 const ACCEPTED: usize = 1;
 const OPEN: usize = 2;
 const REQUESTS: usize = 3;
-const ERRORS: usize = 4;
+const FAILED: usize = 4;
+const REFUSED: usize = 5;
 
-impl Board {
-    /// A board for `workers` workers, shared with the processes forked from now on.
-    pub(crate) fn new(workers: usize) -> io::Result<Board> {
-        Ok(Board { counters: SharedCounters::new(workers)? })
+impl SharedLive {
+    /// Figures for `workers` workers, shared with the processes forked from now on.
+    pub(crate) fn new(workers: usize) -> io::Result<SharedLive> {
+        Ok(SharedLive { counters: SharedCounters::new(workers)? })
     }
 
     /// Worker `index` publishes its figures.
@@ -64,7 +68,8 @@ impl Board {
         store(ACCEPTED, stats.accepted);
         store(OPEN, stats.open as u64);
         store(REQUESTS, counts.requests);
-        store(ERRORS, stats.errors.saturating_add(counts.errors));
+        store(FAILED, stats.failed);
+        store(REFUSED, counts.refused);
     }
 
     /// Worker `index`'s figures, as last published.
@@ -76,16 +81,17 @@ impl Board {
             accepted: load(ACCEPTED),
             open: load(OPEN),
             requests: load(REQUESTS),
-            errors: load(ERRORS),
+            failed: load(FAILED),
+            refused: load(REFUSED),
         }
     }
 }
 
-/// The master's view of the board: every worker's figures, with its rate since the
+/// The master's view of the shared figures: every worker's figures, with its rate since the
 /// last `--stats` report, and when the next report is due.
 #[derive(Debug)]
 pub(crate) struct LiveFigures {
-    board: Board,
+    shared: SharedLive,
     every: Option<Duration>,
     next: Option<Instant>,
     last_at: Instant,
@@ -93,11 +99,11 @@ pub(crate) struct LiveFigures {
 }
 
 impl LiveFigures {
-    pub(crate) fn new(board: Board, every: Option<Duration>) -> LiveFigures {
+    pub(crate) fn new(shared: SharedLive, every: Option<Duration>) -> LiveFigures {
         let now = Instant::now();
-        let workers = board.counters.sets().len();
+        let workers = shared.counters.sets().len();
         LiveFigures {
-            board,
+            shared,
             every,
             next: every.map(|every| now + every),
             last_at: now,
@@ -105,8 +111,8 @@ impl LiveFigures {
         }
     }
 
-    pub(crate) fn board(&self) -> &Board {
-        &self.board
+    pub(crate) fn shared(&self) -> &SharedLive {
+        &self.shared
     }
 
     /// When the next `--stats` report is due.
@@ -121,7 +127,7 @@ impl LiveFigures {
         cpus.iter()
             .enumerate()
             .map(|(index, &cpu)| {
-                let live = self.board.read(index);
+                let live = self.shared.read(index);
                 let counted =
                     live.requests.saturating_sub(self.last_requests.get(index).copied().unwrap_or(0));
                 let per_second = (elapsed > 0.0).then(|| counted as f64 / elapsed);
@@ -151,12 +157,13 @@ mod tests {
     #[test]
     fn figures_are_read_back_with_their_rate_and_reported_when_due() {
         let every = Duration::from_secs(2);
-        let mut live = LiveFigures::new(Board::new(2).expect("a board"), Some(every));
+        let mut live = LiveFigures::new(SharedLive::new(2).expect("a shared mapping"), Some(every));
         let (start, cpus) = (live.last_at, [5, 6]);
-        let stats = Stats { accepted: 3, errors: 1, open: 2 };
-        let counts = Counts { requests: 100, errors: 4 };
-        live.board().publish(1, stats, counts);
-        let figures = Live { pid: std::process::id(), accepted: 3, open: 2, requests: 100, errors: 5 };
+        let stats = Stats { accepted: 3, failed: 1, open: 2 };
+        let counts = Counts { requests: 100, refused: 4 };
+        live.shared().publish(1, stats, counts);
+        let figures =
+            Live { pid: std::process::id(), accepted: 3, open: 2, failed: 1, requests: 100, refused: 4 };
         let read = live.read(&cpus, start + Duration::from_secs(4));
         assert_eq!(read[1], WorkerLive { index: 1, cpu: 6, live: figures, per_second: Some(25.0) });
         assert_eq!((read[0].live, read[0].per_second), (Live::default(), Some(0.0)));
@@ -167,7 +174,7 @@ mod tests {
         let due = live.due(&cpus, start + every).expect("due");
         assert_eq!(due[1].per_second, Some(50.0));
         assert_eq!(live.next(), Some(start + every + every));
-        live.board().publish(1, stats, Counts { requests: 160, ..counts });
+        live.shared().publish(1, stats, Counts { requests: 160, ..counts });
         assert_eq!(live.read(&cpus, start + every + Duration::from_secs(3))[1].per_second, Some(20.0));
     }
 }

@@ -9,10 +9,13 @@ use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
 use super::child::{self, Assignment};
+use super::event::{Event, Outcome};
 use super::listeners::Listeners;
-use super::live::{Board, LiveFigures};
+use super::live::{LiveFigures, SharedLive};
+use super::options::Options;
 use super::restart::{Decision, Restarts, MAX_BACKOFF};
-use super::{upgrade, Event, Options, Service, Stopped};
+use super::service::Service;
+use super::upgrade;
 use crate::reactor::far_future;
 use crate::sys::{self, Epoll, Exit, Forked, SignalFd};
 
@@ -69,7 +72,7 @@ pub(crate) struct Master<'a, S: Service, R> {
     live: LiveFigures,
     phase: Phase,
     upgrade: Option<upgrade::Pending>,
-    outcome: Stopped,
+    outcome: Outcome,
     /// The master's own pid, which a forked worker checks its parent against.
     pid: u32,
 }
@@ -103,17 +106,17 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
             retiring: Vec::new(),
             epoll,
             signals,
-            live: LiveFigures::new(Board::new(options.cpus.len())?, options.stats_interval),
+            live: LiveFigures::new(SharedLive::new(options.cpus.len())?, options.stats_interval),
             phase: Phase::Serving,
             upgrade: None,
-            outcome: Stopped::Gracefully,
+            outcome: Outcome::Gracefully,
             pid: std::process::id(),
         })
     }
 
     /// Starts every worker and supervises them until they have all stopped. In a
     /// forked child it becomes the worker and never returns.
-    pub(crate) fn run(mut self) -> std::io::Result<Stopped> {
+    pub(crate) fn run(mut self) -> std::io::Result<Outcome> {
         for index in 0..self.workers.len() {
             if let Role::Worker(index) = self.start(index)? {
                 self.become_worker(index);
@@ -194,7 +197,8 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
     /// other workers' listeners, an upgrade's pipe) and runs as worker `index`, on
     /// the inherited signalfd.
     fn become_worker(self, index: usize) -> ! {
-        let job = Assignment { index, master_pid: self.pid, options: self.options, board: self.live.board() };
+        let job =
+            Assignment { index, master_pid: self.pid, options: self.options, shared: self.live.shared() };
         let Some(listener) = self.listeners.as_ref().and_then(|l| l.for_worker(index).try_clone().ok())
         else {
             std::process::exit(1)
@@ -225,8 +229,8 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
                 Phase::Serving => self.on_death(index, exit),
                 Phase::Upgraded => {}
                 Phase::Stopping { .. } => {
-                    if exit != Exit::Code(0) && self.outcome == Stopped::Gracefully {
-                        self.outcome = Stopped::Unclean { index, exit };
+                    if exit != Exit::Code(0) && self.outcome == Outcome::Gracefully {
+                        self.outcome = Outcome::Unclean { index, exit };
                         (self.report)(Event::Stopping(&self.outcome));
                     }
                 }
@@ -242,7 +246,7 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
         let (worker, cpu) = (&mut self.workers[index], self.options.cpus[index]);
         match worker.restarts.died(exit, now) {
             Decision::GiveUp => {
-                self.outcome = Stopped::GaveUp { index, cpu, last: exit };
+                self.outcome = Outcome::GaveUp { index, cpu, last: exit };
                 (self.report)(Event::Stopping(&self.outcome));
                 self.stop(libc::SIGTERM);
             }
@@ -367,7 +371,7 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
         }
         (self.report)(Event::Upgraded);
         self.phase = Phase::Upgraded;
-        self.outcome = Stopped::Upgraded;
+        self.outcome = Outcome::Upgraded;
         for index in 0..self.workers.len() {
             self.workers[index].restart_at = None;
             if let Some(pid) = self.workers[index].pid.take() {
@@ -386,7 +390,7 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
         }
         if let Phase::Stopping { .. } = self.phase {
             if signal == libc::SIGINT {
-                self.outcome = Stopped::AtOnce;
+                self.outcome = Outcome::AtOnce;
                 self.signal_all(libc::SIGINT);
             }
             return;

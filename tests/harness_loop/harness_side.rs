@@ -104,7 +104,7 @@ impl HarnessSide {
                 let id = self.id(name);
                 if self.harness.is_closing(id) {
                     // It lingered, reading what its peer still sent: until now.
-                    self.harness.close_on(id, Closed::Done, &[]);
+                    self.harness.end_on(id, Closed::Done);
                 } else {
                     self.ends_waiting.insert(name);
                 }
@@ -177,7 +177,8 @@ impl HarnessSide {
             self.input_ended.insert(name);
             any = true;
             let held = self.harness.unconsumed(id).to_vec();
-            if self.harness.input_end_on(id) == Flow::Close {
+            self.harness.input_end_on(id);
+            if self.harness.is_closing(id) {
                 self.held_at_end.insert(name, held);
             }
         }
@@ -200,7 +201,8 @@ impl HarnessSide {
             // not it read that end yet (it does not while paused).
             let stream_ended = self.ended.contains(&name);
             if let Some(held) = self.held_at_end.remove(&name) {
-                self.harness.close_on(id, Closed::ByPeer, &held);
+                let _ = held;
+                self.harness.end_on(id, Closed::ByPeer);
             } else if self.harness.is_closing(id) {
                 let closed = match (self.harness.protocol().holds_input(name), stream_ended) {
                     (true, false) => continue,
@@ -211,10 +213,9 @@ impl HarnessSide {
                     (false, true) => Closed::ByPeer,
                     (false, false) => Closed::Done,
                 };
-                self.harness.close_on(id, closed, &[]);
+                self.harness.end_on(id, closed);
             } else if self.harness.is_shut(id) && self.input_ended.contains(&name) {
-                let held = self.harness.unconsumed(id).to_vec();
-                self.harness.close_on(id, Closed::Done, &held);
+                self.harness.end_on(id, Closed::Done);
             } else {
                 continue;
             }

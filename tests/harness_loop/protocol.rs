@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use percore::reactor::{Closed, ConnId, Flow, Io, Protocol, Then, Verdict};
+use percore::reactor::{Closed, ConnId, Flow, Io, Protocol, Verdict};
 
 use super::command::{Command, Delay, OnTimer};
 pub use known::Known;
@@ -151,7 +151,7 @@ impl Scripted {
         command: Command,
         place: Place,
         io: &mut Io<'_>,
-    ) -> Option<Then> {
+    ) -> Option<Flow> {
         if self.known == Known::Avoided && self.known_divergence(name, &command, place) {
             io.write(format!("no {}\n", command.render()).as_bytes());
             return None;
@@ -182,11 +182,11 @@ impl Scripted {
             Command::Pause => {
                 io.write(b"pause\n");
                 self.paused.insert(name);
-                return Some(Then::Pause);
+                return Some(Flow::Pause);
             }
             Command::Hold => {
                 self.paused.insert(name);
-                return Some(Then::Pause);
+                return Some(Flow::Pause);
             }
             Command::Timer(delay, action) => match self.timer {
                 Some((other, _)) if other != name => io.write(b"no timer\n"),
@@ -227,7 +227,7 @@ impl Scripted {
             }
             Command::Quit => {
                 io.write(b"bye\n");
-                return Some(Then::Close);
+                return Some(Flow::Close);
             }
             Command::Stay => conn.stays = true,
         }
@@ -275,7 +275,7 @@ impl Protocol for Scripted {
         let going_on = self.paused.contains(&name);
         self.calling_back.clear();
         let mut consumed = 0;
-        let mut then = Then::Read;
+        let mut flow = Flow::Continue;
         while let Some(end) = input[consumed..].iter().position(|&b| b == b'\n') {
             let line = &input[consumed..consumed + end];
             if self.paused.remove(&name) {
@@ -288,13 +288,13 @@ impl Protocol for Scripted {
                 Some(command) => {
                     let place = Place { after_held, going_on, last: consumed + end + 1 == input.len() };
                     match self.obey(name, conn, command, place, io) {
-                        Some(Then::Pause) => {
-                            then = Then::Pause;
+                        Some(Flow::Pause) => {
+                            flow = Flow::Pause;
                             break;
                         }
                         Some(ended) => {
                             consumed += end + 1;
-                            then = ended;
+                            flow = ended;
                             break;
                         }
                         None => {}
@@ -309,10 +309,10 @@ impl Protocol for Scripted {
         } else {
             self.holding.remove(&name);
         }
-        if then == Then::Close {
+        if flow == Flow::Close {
             self.closing.insert(name);
         }
-        let verdict = Verdict { consumed, then };
+        let verdict = Verdict { consumed, flow };
         self.record(name, format!("data {:?} {verdict:?}", String::from_utf8_lossy(input)), io);
         verdict
     }
@@ -362,7 +362,7 @@ impl Protocol for Scripted {
         io.write(b"end\n");
         let flow = if conn.stays { Flow::Continue } else { Flow::Close };
         match flow {
-            Flow::Continue => self.input_ended.insert(name),
+            Flow::Continue | Flow::Pause => self.input_ended.insert(name),
             Flow::Close => self.closing.insert(name),
         };
         self.record(name, format!("input end {flow:?}"), io);

@@ -7,10 +7,18 @@
 //!   attached to a process, and the worker lines of `percore serve`;
 //! - `procfs`: what /proc says about a process and its sockets;
 //! - `pattern`: bodies whose bytes never repeat, and where one read differs;
-//! - `scripted`: a server written in the test, for a client under test.
+//! - `scripted`: a server written in the test, for a client under test;
+//! - `program`: the `main` of a test program without libtest's harness.
 //!
 //! Test files use the re-exports below, so they need not know which module
 //! holds what.
+//!
+//! The library's tests (`tests/`) and percore-bin's (`percore-bin/tests/`, which
+//! start the binary and the examples) both take this module, percore-bin's by
+//! `#[path = "../../tests/util/mod.rs"]`. It is compiled into each test crate rather
+//! than built as a crate of its own because cargo names the binary under test
+//! (`CARGO_BIN_EXE_percore`, read by `percore_bin`) only when it compiles
+//! percore-bin's own tests.
 
 // Every test file compiles its own copy of this module and uses a different
 // subset of it, so an item unused by one file is not dead code overall.
@@ -22,6 +30,7 @@ mod client;
 mod pattern;
 mod process;
 mod procfs;
+mod program;
 mod scripted;
 mod server;
 
@@ -44,6 +53,7 @@ pub use self::{
         children_of, cpu_ticks, cpus_allowed, is_running, proc_state, signal_pending, stat_fields,
         tcp_queues, tcp_queues_of, thread_cpus_allowed, vm_kib, SIGTERM,
     },
+    program::test_or_serve,
     scripted::ScriptedServer,
     server::{example_bin, percore_bin, Server},
 };

@@ -253,13 +253,15 @@ pub fn worker_lines(stderr: &str) -> Vec<WorkerLine> {
         .collect()
 }
 
-/// A `worker I pid P cpu C stopped: A connections, R requests, E errors` line.
+/// A `worker I pid P cpu C stopped: A connections, F failed, R requests, X refused`
+/// line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StoppedLine {
     pub worker: WorkerLine,
     pub connections: u64,
+    pub failed: u64,
     pub requests: u64,
-    pub errors: u64,
+    pub refused: u64,
 }
 
 fn parse_stopped(line: &str) -> Option<StoppedLine> {
@@ -268,9 +270,10 @@ fn parse_stopped(line: &str) -> Option<StoppedLine> {
     let mut numbers = counts.split(", ");
     let mut count = |unit: &str| -> Option<u64> { numbers.next()?.strip_suffix(unit)?.trim().parse().ok() };
     let connections = count(" connections")?;
+    let failed = count(" failed")?;
     let requests = count(" requests")?;
-    let errors = count(" errors")?;
-    Some(StoppedLine { worker, connections, requests, errors })
+    let refused = count(" refused")?;
+    Some(StoppedLine { worker, connections, failed, requests, refused })
 }
 
 /// Every worker `stopped:` line in `stderr`, in order.

@@ -31,16 +31,16 @@ pub fn percore_bin() -> PathBuf {
     if let Some(path) = std::env::var_os("PERCORE_BIN") {
         return PathBuf::from(path);
     }
-    // Not built without the `bin` feature; the tests that start it require it.
+    // Cargo names it only to percore-bin's own tests; the library's start no percore.
     let built = option_env!("CARGO_BIN_EXE_percore");
-    PathBuf::from(built.expect("the percore binary is built only with the `bin` feature"))
+    PathBuf::from(built.expect("only percore-bin's tests know the percore binary"))
 }
 
 /// Path of example `name`, building it first.
 ///
-/// `cargo test` builds examples, but `cargo test --test echo` does not, and a
-/// binary left over from an earlier build may be stale; asking cargo (which
-/// is quick when nothing changed) covers both. Cargo releases its build lock
+/// `cargo test` builds examples, but `cargo test -p percore-bin --test echo` does
+/// not, and a binary left over from an earlier build may be stale; asking cargo
+/// (which is quick when nothing changed) covers both. Cargo releases its build lock
 /// before running test binaries, so this cannot deadlock with the outer cargo.
 pub fn example_bin(name: &str) -> PathBuf {
     static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -57,7 +57,11 @@ fn build_example(name: &str) {
     let bin = percore_bin();
     let profile_dir = bin.parent().expect("binary has a parent directory");
     let mut cmd = Command::new(env!("CARGO"));
-    cmd.args(["build", "--quiet", "--example", name]).current_dir(env!("CARGO_MANIFEST_DIR"));
+    // The examples are the library's. Both packages are named, as `cargo test` at the
+    // root names them, so that their dependencies are built with the same features
+    // (clap's colours, which the binary adds) and nothing is built twice.
+    cmd.args(["build", "--quiet", "-p", "percore", "-p", "percore-bin", "--example", name])
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
     // Build into the same profile directory as the binary under test.
     match profile_dir.file_name().and_then(|n| n.to_str()) {
         Some("debug") | None => {}

@@ -2,7 +2,7 @@
 //! input it holds and hands in again, as the loop does.
 
 use super::*;
-use crate::reactor::Then;
+use crate::reactor::io::Io;
 
 /// Records the ticks and closes it hears of; sets a timer on each input.
 #[derive(Default)]
@@ -34,10 +34,11 @@ fn a_tick_and_a_close_reach_the_protocol_and_a_close_cancels_the_timer() {
     let second = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
     harness.tick(second);
     assert_eq!(harness.protocol().ticks, [second]);
-    harness.data(b"half");
+    harness.data(b"x");
     assert_eq!(harness.timer(), Some(harness.now() + Duration::from_secs(1)));
-    harness.close(Closed::ByPeer, b"half");
-    assert_eq!(harness.protocol().closes, [(Closed::ByPeer, b"half".to_vec())]);
+    harness.receive(b"half");
+    harness.end(Closed::ByPeer);
+    assert_eq!(harness.protocol().closes, [(Closed::ByPeer, b"half".to_vec())], "with what it held");
     assert_eq!(harness.timer(), None, "a closed connection's timer never fires");
     assert_eq!(harness.advance(Duration::from_secs(2)), None);
 }
@@ -90,14 +91,16 @@ fn a_pair_of_connections_is_driven_both_ways() {
     let [(backend, addr)] = harness.connecting()[..] else { panic!("{:?}", harness.connecting()) };
     assert_eq!(addr, ([127, 0, 0, 1], 9).into());
     harness.data(b"request");
-    assert_eq!(harness.establish(backend), Flow::Continue);
+    assert_eq!(harness.establish(backend), Some(Flow::Continue));
     assert!(harness.connecting().is_empty());
     assert_eq!(harness.take_output_of(backend), b"request", "written while it was being opened");
     harness.data_on(backend, b"answer");
     assert_eq!(harness.take_output(), b"answer");
     harness.input_end();
     assert!(harness.is_shut(backend) && !harness.is_shut(client));
-    harness.close_on(backend, Closed::ByPeer, &[]);
+    harness.end_on(backend, Closed::ByPeer);
+    // Closed with its partner, which its protocol asked for: Done, though its own
+    // peer had finished sending.
     assert_eq!(harness.closed(client), Some(Closed::Done), "closed with its partner");
 }
 
@@ -119,12 +122,12 @@ fn a_connection_that_cannot_be_opened_closes_its_partner() {
 struct Scripted {
     inputs: Vec<Vec<u8>>,
     /// Per call: bytes consumed, what comes next, and what it writes.
-    script: std::collections::VecDeque<(usize, Then, &'static [u8])>,
+    script: std::collections::VecDeque<(usize, Flow, &'static [u8])>,
     opened: bool,
 }
 
 impl Scripted {
-    fn new(script: &[(usize, Then, &'static [u8])]) -> Scripted {
+    fn new(script: &[(usize, Flow, &'static [u8])]) -> Scripted {
         Scripted { script: script.iter().copied().collect(), ..Scripted::default() }
     }
 }
@@ -142,9 +145,9 @@ impl Protocol for Scripted {
     fn on_data(&mut self, _conn: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
         self.inputs.push(input.to_vec());
         io.set_timer(Duration::from_secs(1));
-        let (consumed, then, written) = self.script.pop_front().unwrap_or((input.len(), Then::Read, b""));
+        let (consumed, flow, written) = self.script.pop_front().unwrap_or((input.len(), Flow::Continue, b""));
         io.write(written);
-        Verdict { consumed, then }
+        Verdict { consumed, flow }
     }
 
     fn on_timer(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
@@ -164,20 +167,20 @@ fn inputs(harness: &Harness<Scripted>) -> Vec<&[u8]> {
 
 #[test]
 fn what_a_call_leaves_unconsumed_comes_first_in_the_next() {
-    let mut harness = Harness::new(Scripted::new(&[(2, Then::Read, b"")]));
-    assert_eq!(harness.receive(b"abcd"), Some(Verdict::keep(2)));
+    let mut harness = Harness::new(Scripted::new(&[(2, Flow::Continue, b"")]));
+    harness.receive(b"abcd");
     assert_eq!(harness.unconsumed(harness.id()), b"cd");
-    assert_eq!(harness.receive(b"ef"), Some(Verdict::keep(4)));
+    harness.receive(b"ef");
     assert_eq!(inputs(&harness), [&b"abcd"[..], b"cdef"]);
     assert_eq!(harness.unconsumed(harness.id()), b"");
 }
 
 #[test]
 fn a_paused_protocol_goes_on_once_its_output_is_taken_with_what_it_holds_first() {
-    let mut harness = Harness::new(Scripted::new(&[(1, Then::Pause, b"x"), (2, Then::Read, b"y")]));
-    assert_eq!(harness.receive(b"abc"), Some(Verdict::pause(1)));
-    assert_eq!(harness.receive(b"de"), None, "not read while paused: the output waits");
-    assert_eq!(inputs(&harness), [b"abc"]);
+    let mut harness = Harness::new(Scripted::new(&[(1, Flow::Pause, b"x"), (2, Flow::Continue, b"y")]));
+    harness.receive(b"abc");
+    harness.receive(b"de");
+    assert_eq!(inputs(&harness), [b"abc"], "not read while paused: the output waits");
     // Taken, the output is sent: called with what it holds, then with what waited.
     assert_eq!(harness.take_output(), b"xy");
     assert_eq!(inputs(&harness), [&b"abc"[..], b"bc", b"de"]);
@@ -185,7 +188,7 @@ fn a_paused_protocol_goes_on_once_its_output_is_taken_with_what_it_holds_first()
 
 #[test]
 fn a_pause_with_nothing_written_waits_for_a_timers_output_or_a_resume() {
-    let mut harness = Harness::new(Scripted::new(&[(0, Then::Pause, b""), (0, Then::Pause, b"")]));
+    let mut harness = Harness::new(Scripted::new(&[(0, Flow::Pause, b""), (0, Flow::Pause, b"")]));
     harness.receive(b"ab");
     assert_eq!(harness.take_output(), b"", "nothing sends it on");
     assert_eq!(inputs(&harness), [b"ab"]);
@@ -193,20 +196,24 @@ fn a_pause_with_nothing_written_waits_for_a_timers_output_or_a_resume() {
     assert_eq!(harness.take_output(), b"timer", "the timer wrote: it goes on once that is sent");
     assert_eq!(inputs(&harness), [b"ab", b"ab"]);
     // Paused again with nothing written; a resume sends it on.
-    harness.wake();
+    assert_eq!(harness.wake(), Some(Flow::Continue));
     assert_eq!(inputs(&harness), [b"ab", b"ab", b"ab"]);
 }
 
 #[test]
-fn after_a_close_nothing_more_is_read() {
-    let mut harness = Harness::new(Scripted::new(&[(1, Then::Close, b"bye")]));
-    assert!(!harness.is_closing(harness.id()));
-    assert_eq!(harness.receive(b"abc"), Some(Verdict::close(1)));
-    assert!(harness.is_closing(harness.id()));
-    assert_eq!(harness.unconsumed(harness.id()), b"", "dropped, as the loop drops it");
-    assert_eq!(harness.receive(b"more"), None);
+fn after_a_close_nothing_more_is_read_and_the_close_ends_once_its_output_is_taken() {
+    let mut harness = Harness::new(Scripted::new(&[(1, Flow::Close, b"bye")]));
+    let id = harness.id();
+    assert!(!harness.is_closing(id));
+    harness.receive(b"abc");
+    assert!(harness.is_closing(id));
+    assert_eq!(harness.unconsumed(id), b"", "dropped, as the loop drops it");
+    harness.receive(b"more");
+    assert_eq!(harness.closed(id), None, "its output waits for the peer");
     assert_eq!(harness.take_output(), b"bye");
     assert_eq!(inputs(&harness), [b"abc"]);
+    assert_eq!(harness.closed(id), Some(Closed::Done), "sent, lingered, and closed by the peer");
+    assert_eq!(harness.take_output(), b"", "nothing more");
 }
 
 #[test]
@@ -214,7 +221,7 @@ fn input_received_while_a_connection_is_opened_is_read_once_it_is_established() 
     let mut harness = Harness::new(Scripted::default());
     harness.open();
     let (backend, _) = harness.connecting()[0];
-    assert_eq!(harness.receive_on(backend, b"early"), None);
+    harness.receive_on(backend, b"early");
     assert!(inputs(&harness).is_empty());
     harness.establish(backend);
     assert_eq!(inputs(&harness), [b"early"]);

@@ -1,0 +1,579 @@
+//! [`Driver`]: carries out the machine's steps on each connection's [`Wire`], and
+//! owns what the machine's rules need of the other connections: the slab they live
+//! in, the connections to serve again, the writers blocked on another's output, the
+//! splices, and the orders callbacks give. The loop drives it with sockets, the
+//! [`Harness`](super::harness::Harness) with byte vectors: both through this code.
+
+use std::io;
+use std::net::SocketAddr;
+
+use super::blocked::Blocked;
+use super::io::ConnId;
+use super::machine::{Connection, Edge, Machine, Step};
+use super::orders::{Batch, Order};
+use super::protocol::{Closed, Flow, Protocol, Verdict};
+use super::slab::{Slab, Token};
+use super::splice::{Splices, PIPE_CHUNK};
+use super::wire::Wire;
+
+/// Reads one connection may do per wake-up before the others get their turn.
+const READS_PER_WAKE: usize = 16;
+
+/// Bytes read per `recv`: the loop's one read buffer, shared by all connections. A
+/// message longer than this reaches `on_data` over several calls; a protocol that
+/// takes larger ones sets [`Config::max_pending_input`](super::config::Config::max_pending_input)
+/// to hold them.
+pub(crate) const READ_BUFFER: usize = 64 * 1024;
+
+/// A connection and its wire, in the slab.
+#[derive(Debug)]
+pub(crate) struct Slot<S, W> {
+    pub(crate) conn: Connection<S>,
+    pub(crate) wire: W,
+}
+
+/// What a connection needs of the driver when its steps break off.
+enum Needs {
+    /// Nothing: it waits for an edge, a timer or an order.
+    Nothing,
+    /// Its reading budget ran out (or orders wait to be carried out first): serve it
+    /// again soon.
+    Again,
+    Close(Closed),
+    /// Its output drained: the writers blocked on it may read again.
+    Release,
+    /// Its input moves through its pipe.
+    Splice,
+}
+
+/// What moving a connection's input through its pipe came to.
+enum Pumped {
+    Moved,
+    /// The connection fed cannot take what the pipe holds: wait for it.
+    Blocked(Token),
+    /// The connection fed failed to take it.
+    Failed(Token, io::ErrorKind),
+}
+
+/// The connections of one loop (or harness) and everything between them.
+pub(crate) struct Driver<P: Protocol, W: Wire> {
+    pub(crate) machine: Machine<P>,
+    slots: Slab<Slot<P::Conn, W>>,
+    pub(crate) registry: W::Registry,
+    read_buffer: Box<[u8]>,
+    /// Connections to serve again soon (a token may appear twice: the second serve
+    /// finds nothing to do).
+    again: Vec<Token>,
+    blocked: Blocked,
+    splices: Splices,
+    /// Orders being carried out: `None` while a batch is, its memory otherwise.
+    batch: Option<Batch>,
+    /// Connections to close once the orders their callbacks gave are carried out.
+    closing: Vec<(Token, Closed)>,
+    /// Connections dropped because a wire call failed (reset by the peer, ...).
+    failed: u64,
+}
+
+impl<P: Protocol, W: Wire> Driver<P, W> {
+    pub(crate) fn new(machine: Machine<P>, registry: W::Registry) -> Driver<P, W> {
+        Driver {
+            machine,
+            slots: Slab::new(),
+            registry,
+            read_buffer: vec![0; READ_BUFFER].into_boxed_slice(),
+            again: Vec::new(),
+            blocked: Blocked::default(),
+            splices: Splices::default(),
+            batch: Some(Batch::default()),
+            closing: Vec::new(),
+            failed: 0,
+        }
+    }
+
+    /// Connections open.
+    pub(crate) fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Connections dropped because a wire call failed.
+    pub(crate) fn failed(&self) -> u64 {
+        self.failed
+    }
+
+    /// Whether connections wait to be served again.
+    pub(crate) fn has_work(&self) -> bool {
+        !self.again.is_empty()
+    }
+
+    /// Calls `act` with the machine and connection `token`'s slot, if it is open.
+    pub(crate) fn with_slot<R>(
+        &mut self,
+        token: Token,
+        act: impl FnOnce(&mut Machine<P>, &mut Slot<P::Conn, W>) -> R,
+    ) -> Option<R> {
+        let slot = self.slots.get_mut(token)?;
+        Some(act(&mut self.machine, slot))
+    }
+
+    /// Every connection's token.
+    pub(crate) fn tokens(&self) -> Vec<Token> {
+        self.slots.tokens_where(|_| true)
+    }
+
+    pub(crate) fn slot(&self, token: Token) -> Option<&Slot<P::Conn, W>> {
+        self.slots.get(token)
+    }
+
+    pub(crate) fn slot_mut(&mut self, token: Token) -> Option<&mut Slot<P::Conn, W>> {
+        self.slots.get_mut(token)
+    }
+
+    /// Places an established connection on `wire`, with nothing called yet.
+    pub(crate) fn adopt(&mut self, wire: W) -> Token {
+        let token = self.machine.io.orders.ids.take();
+        self.slots.put(token, Slot { conn: Connection::open(), wire });
+        token
+    }
+
+    /// Calls `on_open` for an established connection, then serves it.
+    pub(crate) fn open(&mut self, token: Token) -> Option<Flow> {
+        let slot = self.slots.get_mut(token)?;
+        let flow = self.machine.open(&mut slot.conn, token);
+        self.serve(token);
+        flow
+    }
+
+    /// Registers the wire of connection `token`, if it is still open.
+    pub(crate) fn register(&mut self, token: Token) {
+        let Some(slot) = self.slots.get_mut(token) else { return };
+        if let Err(e) = slot.wire.register(&mut self.registry, token) {
+            self.close(token, Closed::ReadFailed(e.kind()));
+        }
+    }
+
+    /// Opens a connection to `addr`; one that fails at once is this error.
+    pub(crate) fn connect(&mut self, addr: SocketAddr) -> io::Result<ConnId> {
+        let token = self.machine.io.orders.ids.take();
+        match self.place_connecting(token, addr) {
+            Ok(()) => Ok(ConnId::of(token)),
+            Err(e) => {
+                self.machine.io.orders.ids.give_back(token);
+                Err(e)
+            }
+        }
+    }
+
+    /// Opens a connection to `addr` under `token`, taken and holding nothing.
+    fn place_connecting(&mut self, token: Token, addr: SocketAddr) -> io::Result<()> {
+        let wire = W::connect(&mut self.registry, token, addr)?;
+        self.slots.put(token, Slot { conn: Connection::connecting(), wire });
+        let slot = self.slots.get_mut(token).expect("placed above");
+        self.machine.rearm(&mut slot.conn, token);
+        Ok(())
+    }
+
+    /// An edge of connection `token`'s wire: a connection being opened is
+    /// established (or failed); an open one is served.
+    pub(crate) fn edge(&mut self, token: Token, edge: Edge) {
+        // A connection closed earlier in this batch has a retired token: skip it.
+        let Some(slot) = self.slots.get_mut(token) else { return };
+        if slot.conn.is_connecting() {
+            if let Some(kind) = slot.wire.connect_error() {
+                return self.close(token, Closed::ConnectFailed(kind));
+            }
+            self.machine.ready(&mut slot.conn, edge);
+            self.established(token);
+            return;
+        }
+        self.machine.ready(&mut slot.conn, edge);
+        self.serve(token);
+    }
+
+    /// A connection being opened is established: `on_open`, and what waited is sent.
+    pub(crate) fn established(&mut self, token: Token) -> Option<Flow> {
+        let slot = self.slots.get_mut(token)?;
+        let flow = self.machine.established(&mut slot.conn, token);
+        self.serve(token);
+        flow
+    }
+
+    /// Calls `on_timer` for every connection whose timer is due by the machine's now.
+    pub(crate) fn fire_timers(&mut self) {
+        let now = self.machine.now();
+        while let Some(token) = self.machine.io.timers.pop_due(now) {
+            self.timer(token);
+        }
+    }
+
+    /// Calls `on_timer` for connection `token` (if open), then serves it.
+    pub(crate) fn timer(&mut self, token: Token) -> Option<Flow> {
+        let slot = self.slots.get_mut(token)?;
+        let flow = self.machine.timer(&mut slot.conn, token);
+        self.serve(token);
+        flow
+    }
+
+    /// Calls `on_wake` for connection `token` (if open), then serves it.
+    pub(crate) fn wake(&mut self, token: Token) -> Option<Flow> {
+        let flow = self.wake_only(token);
+        self.run_orders();
+        flow
+    }
+
+    fn wake_only(&mut self, token: Token) -> Option<Flow> {
+        let slot = self.slots.get_mut(token)?;
+        let flow = self.machine.wake(&mut slot.conn, token);
+        if flow.is_some() {
+            self.serve_only(token);
+        }
+        flow
+    }
+
+    /// Calls `on_data` for connection `token` with exactly `input` (for a test that
+    /// looks at one call), then serves it.
+    pub(crate) fn data(&mut self, token: Token, input: &[u8]) -> Option<Verdict> {
+        let slot = self.slots.get_mut(token)?;
+        let verdict = self.machine.data(&mut slot.conn, token, input);
+        self.serve(token);
+        Some(verdict)
+    }
+
+    /// Serves the connections whose turn was cut short.
+    pub(crate) fn serve_again(&mut self) {
+        let mut batch = std::mem::take(&mut self.again);
+        for token in batch.drain(..) {
+            self.serve(token);
+        }
+        if self.again.is_empty() {
+            // Keeps the capacity: no allocation per busy turn.
+            self.again = batch;
+        }
+    }
+
+    /// Carries out connection `token`'s steps, then the orders its callbacks gave.
+    pub(crate) fn serve(&mut self, token: Token) {
+        self.serve_only(token);
+        self.run_orders();
+    }
+
+    fn serve_only(&mut self, token: Token) {
+        let mut reads = 0;
+        loop {
+            let Some(slot) = self.slots.get_mut(token) else { return };
+            let (conn, wire) = (&mut slot.conn, &mut slot.wire);
+            match steps(&mut self.machine, &mut self.read_buffer, conn, wire, token, &mut reads) {
+                Needs::Nothing => return,
+                Needs::Again => return self.again.push(token),
+                // What its callbacks ordered is carried out first, as they
+                // returned before it closed.
+                Needs::Close(closed) if !self.machine.io.orders.is_empty() => {
+                    return self.closing.push((token, closed));
+                }
+                Needs::Close(closed) => return self.close(token, closed),
+                Needs::Release => self.release(token),
+                Needs::Splice => {
+                    reads += 1;
+                    self.pump(token);
+                }
+            }
+        }
+    }
+
+    /// Lets the connections blocked on `token`'s output read again (soon).
+    fn release(&mut self, token: Token) {
+        let (slots, machine, again) = (&mut self.slots, &mut self.machine, &mut self.again);
+        self.blocked.release(token, |writer| {
+            if let Some(slot) = slots.get_mut(writer) {
+                machine.unblock(&mut slot.conn);
+                again.push(writer);
+            }
+        });
+    }
+
+    /// Moves `token`'s input on through its pipe: empties the pipe into the
+    /// connection it feeds, then reads more into it.
+    fn pump(&mut self, token: Token) {
+        match self.move_through_pipe(token) {
+            Pumped::Moved => {}
+            Pumped::Blocked(to) => self.block(token, to),
+            Pumped::Failed(to, kind) => self.close(to, Closed::WriteFailed(kind)),
+        }
+    }
+
+    fn move_through_pipe(&mut self, token: Token) -> Pumped {
+        let Some(splice) = self.splices.of(token) else { return Pumped::Moved };
+        let to = splice.to;
+        let Some((source, target)) = self.slots.pair_mut(token, to) else { return Pumped::Moved };
+        if splice.in_pipe > 0 {
+            if !target.conn.is_open() || target.conn.is_connecting() || target.conn.unsent() > 0 {
+                // What was written to it before goes first; one that closes gives
+                // the input back to the protocol then.
+                return Pumped::Blocked(to);
+            }
+            match target.wire.empty(&splice.pipe, splice.in_pipe) {
+                Ok(n) => {
+                    splice.in_pipe -= n;
+                    self.machine.progressed(&mut target.conn);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Pumped::Failed(to, e.kind()),
+            }
+            if splice.in_pipe > 0 {
+                return Pumped::Blocked(to);
+            }
+        }
+        let conn = &mut source.conn;
+        match source.wire.fill(&splice.pipe, PIPE_CHUNK) {
+            Ok(0) => {
+                self.machine.input_ended(conn, token);
+            }
+            Ok(n) => {
+                splice.in_pipe = n;
+                self.machine.spliced(conn);
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.machine.nothing_to_read(conn),
+            Err(e) => self.machine.read_failed(conn, e.kind()),
+        }
+        Pumped::Moved
+    }
+
+    /// `writer` reads no more until `on`'s output drains (once in the list, however
+    /// often it tries before); it tries again then.
+    fn block(&mut self, writer: Token, on: Token) {
+        let Some((writer_slot, on_slot)) = self.slots.pair_mut(writer, on) else { return };
+        self.machine.spliced(&mut writer_slot.conn);
+        if self.machine.block(&mut writer_slot.conn) {
+            self.machine.holds_back_a_writer(&mut on_slot.conn);
+            self.blocked.add(on, writer);
+        }
+    }
+
+    /// Carries out what callbacks ordered, in order, and what the calls that makes
+    /// order in turn, until nothing is left. A call made while it runs leaves the
+    /// rest to it.
+    pub(crate) fn run_orders(&mut self) {
+        if self.machine.io.orders.is_empty() && self.closing.is_empty() {
+            return;
+        }
+        let Some(mut spare) = self.batch.take() else { return };
+        loop {
+            if !self.machine.io.orders.is_empty() {
+                let batch = self.machine.io.orders.take(spare);
+                for order in &batch.orders {
+                    self.carry_out(order, &batch.bytes);
+                }
+                spare = batch;
+                spare.clear();
+            } else if let Some((token, closed)) = self.closing.pop() {
+                self.close(token, closed);
+            } else {
+                break;
+            }
+        }
+        self.batch = Some(spare);
+    }
+
+    fn carry_out(&mut self, order: &Order, bytes: &[u8]) {
+        match *order {
+            Order::Connect(token, addr) => self.connect_ordered(token, addr),
+            Order::Write { from, to, bytes: ref range } => self.write(from, to, &bytes[range.clone()]),
+            Order::Wake(token) => {
+                self.wake_only(token);
+            }
+            Order::Resume(token) => self.serve_after(token, Machine::resume),
+            Order::Shutdown(token) => self.serve_after(token, Machine::shutdown),
+            Order::Close(token) => self.serve_after(token, Machine::close_asked),
+            Order::Splice(from, to) => self.splice(from, to),
+            Order::Idle(token, idle) => {
+                self.with_slot(token, |machine, slot| {
+                    machine.set_idle_timeout(&mut slot.conn, idle);
+                    machine.rearm(&mut slot.conn, token);
+                });
+            }
+            Order::Drain(token, policy) => {
+                self.with_slot(token, |machine, slot| machine.set_drain_policy(&mut slot.conn, policy));
+            }
+        }
+    }
+
+    /// Tells the machine `act` of connection `token`, then serves it.
+    fn serve_after(&mut self, token: Token, act: impl FnOnce(&mut Machine<P>, &mut Connection<P::Conn>)) {
+        if self.with_slot(token, |machine, slot| act(machine, &mut slot.conn)).is_some() {
+            self.serve_only(token);
+        }
+    }
+
+    /// Opens the connection a callback ordered; if that fails at once, the protocol
+    /// hears of it as of a connect that failed later.
+    fn connect_ordered(&mut self, token: Token, addr: SocketAddr) {
+        if let Err(e) = self.place_connecting(token, addr) {
+            self.machine.io.orders.ids.give_back(token);
+            self.failed += 1;
+            self.machine.closed(Connection::connecting(), token, Closed::ConnectFailed(e.kind()));
+        }
+    }
+
+    /// Sends `bytes` on `to` for `from`; `from` stops reading if that leaves `to`
+    /// over the budget.
+    fn write(&mut self, from: Token, to: Token, bytes: &[u8]) {
+        let Some(slot) = self.slots.get_mut(to) else { return };
+        if self.machine.takes_bytes_now(&mut slot.conn, bytes) {
+            let sent = slot.wire.send_bytes(bytes);
+            self.machine.sent_bytes(&mut slot.conn, bytes, sent);
+        }
+        if self.machine.is_over_budget(&mut slot.conn) {
+            if let Some(writer) = self.slots.get_mut(from) {
+                if self.machine.block(&mut writer.conn) {
+                    self.blocked.add(to, from);
+                }
+            }
+        }
+        self.serve_only(to);
+    }
+
+    /// Starts splicing `from`'s input on to `to`, after what `from` holds unconsumed.
+    /// If no pipe can be had, `from`'s input goes on reaching the protocol.
+    fn splice(&mut self, from: Token, to: Token) {
+        if !self.splices.may_start(from, to) {
+            return;
+        }
+        let Some((source, target)) = self.slots.pair_mut(from, to) else { return };
+        if !target.conn.is_open() {
+            return;
+        }
+        let Some(pipe) = source.wire.pipe() else { return };
+        let Some(held) = self.machine.splice(&mut source.conn) else { return };
+        self.splices.start(from, to, pipe);
+        self.write(from, to, &held);
+        self.again.push(from);
+    }
+
+    /// The one way a connection leaves: its writers and its splices are let go, the
+    /// protocol hears of it (its timer cancelled), and its wire is dropped.
+    pub(crate) fn close(&mut self, token: Token, closed: Closed) {
+        let Some(slot) = self.slots.remove(token) else { return };
+        self.machine.io.orders.ids.give_back(token);
+        if !self.blocked.is_empty() {
+            self.release(token);
+        }
+        if !self.splices.is_empty() {
+            if let Some(source) = self.splices.end(token).and_then(|source| self.slots.get_mut(source)) {
+                self.machine.unsplice(&mut source.conn);
+            }
+        }
+        let closed = self.machine.closed(slot.conn, token, closed);
+        if matches!(closed, Closed::ReadFailed(_) | Closed::WriteFailed(_) | Closed::ConnectFailed(_)) {
+            self.failed += 1;
+        }
+        slot.wire.retire(&mut self.registry, token, closed);
+        self.run_orders();
+    }
+
+    /// Closes every connection `matches` picks.
+    fn close_where(&mut self, closed: Closed, matches: impl FnMut(&Slot<P::Conn, W>) -> bool) {
+        for token in self.slots.tokens_where(matches) {
+            self.close(token, closed);
+        }
+    }
+
+    /// Closes the connections whose deadline ran out.
+    pub(crate) fn close_expired(&mut self) {
+        let machine = &self.machine;
+        let expired = self.slots.tokens_where(|slot| machine.expired(&slot.conn));
+        for token in expired {
+            self.close(token, Closed::TimedOut);
+        }
+    }
+
+    /// A stop's grace is over: closes the idle connections, and any that turns idle.
+    pub(crate) fn close_idle(&mut self) {
+        self.machine.grace_over();
+        let machine = &self.machine;
+        let idle = self.slots.tokens_where(|slot| machine.may_close_idle(&slot.conn));
+        for token in idle {
+            self.close(token, Closed::Done);
+        }
+    }
+
+    /// Closes every connection, as `closed`.
+    pub(crate) fn close_all(&mut self, closed: Closed) {
+        self.close_where(closed, |_| true);
+    }
+}
+
+/// What a driver is, in short: its connections' states are the machine's to show.
+impl<P: Protocol + std::fmt::Debug, W: Wire> std::fmt::Debug for Driver<P, W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Driver")
+            .field("machine", &self.machine)
+            .field("connections", &self.slots.len())
+            .field("again", &self.again.len())
+            .field("failed", &self.failed)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Carries out `conn`'s steps on `wire` until it needs the driver: it waits, its
+/// budget runs out, it closes, it releases its writers, or its input is spliced.
+fn steps<P: Protocol, W: Wire>(
+    machine: &mut Machine<P>,
+    buffer: &mut [u8],
+    conn: &mut Connection<P::Conn>,
+    wire: &mut W,
+    token: Token,
+    reads: &mut usize,
+) -> Needs {
+    loop {
+        match machine.poll(conn, token) {
+            Step::Send => {
+                let sent = wire.send(machine.output());
+                machine.sent(conn, sent);
+            }
+            Step::Flush => {
+                let sent = wire.flush(conn.queue());
+                machine.flushed(conn, sent);
+            }
+            Step::Release => return Needs::Release,
+            Step::Read | Step::HandHeld | Step::Discard | Step::Splice
+                if *reads == READS_PER_WAKE || !machine.io.orders.is_empty() =>
+            {
+                // What the protocol ordered (bytes written on to another connection)
+                // is done before more is read; and one connection's input does not
+                // starve the others'.
+                machine.rearm(conn, token);
+                return Needs::Again;
+            }
+            Step::Read => {
+                *reads += 1;
+                match wire.recv(buffer) {
+                    Ok(0) => {
+                        machine.input_ended(conn, token);
+                    }
+                    Ok(n) => machine.received(conn, token, &buffer[..n], n == buffer.len()),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => machine.nothing_to_read(conn),
+                    Err(e) => machine.read_failed(conn, e.kind()),
+                }
+            }
+            Step::HandHeld => {
+                *reads += 1;
+                machine.hand_held(conn, token);
+            }
+            Step::Discard => {
+                *reads += 1;
+                let read = wire.recv(buffer);
+                machine.discarded(conn, read);
+            }
+            Step::Splice => return Needs::Splice,
+            Step::ShutdownWrite => {
+                let result = wire.shutdown_write();
+                machine.shut_down(conn, result);
+            }
+            Step::Linger => {
+                let result = wire.linger();
+                machine.shut_down(conn, result);
+            }
+            Step::Wait => return Needs::Nothing,
+            Step::Close(closed) => return Needs::Close(closed),
+        }
+    }
+}

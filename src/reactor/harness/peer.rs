@@ -1,0 +1,130 @@
+//! The [`Harness`](super::Harness)'s wire: the test is the peer, and the bytes it
+//! sends and reads are vectors.
+
+use std::io;
+use std::net::SocketAddr;
+
+use crate::reactor::output::{Output, SendQueue};
+use crate::reactor::protocol::Closed;
+use crate::reactor::slab::Token;
+use crate::reactor::wire::Wire;
+
+/// One connection's wire, its far end the test.
+#[derive(Debug, Default)]
+pub(crate) struct Peer {
+    /// Bytes the test sent that the connection has not read yet.
+    pub(crate) unread: Vec<u8>,
+    /// The test finished sending: once `unread` is read, reads find the end of the
+    /// stream.
+    pub(crate) ended: bool,
+    /// The test is reading: the wire takes every byte sent, into `taken`. Otherwise
+    /// it takes none, and output waits in the connection's queue.
+    pub(crate) reading: bool,
+    pub(crate) taken: Vec<u8>,
+    /// Shut down for writing.
+    pub(crate) shut: bool,
+    /// Being opened, to this address, until the test establishes or fails it.
+    pub(crate) connecting: Option<SocketAddr>,
+    /// The order the connection was made in.
+    pub(crate) serial: u64,
+}
+
+/// When the test, as the peer of the harness's connections, reads their output.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PeerReads {
+    /// Only when the test takes it ([`take_output`](super::Harness::take_output)):
+    /// until then it waits unsent, as for a peer that does not read; it counts in
+    /// [`Io::is_full`](crate::reactor::Io::is_full), and a protocol paused for it
+    /// goes on once the test has taken it. The default.
+    #[default]
+    WhenTaken,
+    /// As soon as it is sent, as a peer whose socket has room for it (a loop's peer
+    /// on loopback, for small output): a protocol paused for its output goes on at
+    /// once. The test still takes what was sent with `take_output`.
+    AtOnce,
+}
+
+/// What the harness remembers of its connections beyond their lives.
+#[derive(Debug, Default)]
+pub(crate) struct Record {
+    /// When the test reads what each connection sends.
+    pub(crate) reads: PeerReads,
+    made: u64,
+    /// Each connection closed, how, and what the test had not taken of its output.
+    pub(crate) closed: Vec<(Token, Closed, Vec<u8>)>,
+}
+
+impl Record {
+    /// A new connection's wire, being opened to `to` if given.
+    pub(crate) fn peer(&mut self, connecting: Option<SocketAddr>) -> Peer {
+        self.made += 1;
+        let reading = self.reads == PeerReads::AtOnce;
+        Peer { connecting, serial: self.made, reading, ..Peer::default() }
+    }
+}
+
+impl Wire for Peer {
+    type Registry = Record;
+
+    fn connect(record: &mut Record, _token: Token, addr: SocketAddr) -> io::Result<Peer> {
+        Ok(record.peer(Some(addr)))
+    }
+
+    fn register(&self, _record: &mut Record, _token: Token) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn connect_error(&self) -> Option<io::ErrorKind> {
+        // The test says when a connect fails.
+        None
+    }
+
+    fn recv(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        if self.unread.is_empty() {
+            return if self.ended { Ok(0) } else { Err(io::ErrorKind::WouldBlock.into()) };
+        }
+        let n = self.unread.len().min(buffer.len());
+        buffer[..n].copy_from_slice(&self.unread[..n]);
+        self.unread.drain(..n);
+        Ok(n)
+    }
+
+    fn send(&mut self, output: &Output) -> io::Result<usize> {
+        if !self.reading {
+            return Ok(0);
+        }
+        self.taken.extend(output.to_vec());
+        Ok(output.len())
+    }
+
+    fn send_bytes(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        if !self.reading {
+            return Ok(0);
+        }
+        self.taken.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self, queue: &mut SendQueue) -> io::Result<usize> {
+        if !self.reading {
+            return Ok(0);
+        }
+        Ok(queue.take_into(&mut self.taken))
+    }
+
+    fn shutdown_write(&mut self) -> io::Result<()> {
+        self.shut = true;
+        Ok(())
+    }
+
+    /// The test, as a peer, reads the end of the stream and closes at once.
+    fn linger(&mut self) -> io::Result<()> {
+        self.shut = true;
+        self.ended = true;
+        Ok(())
+    }
+
+    fn retire(self, record: &mut Record, token: Token, closed: Closed) {
+        record.closed.push((token, closed, self.taken));
+    }
+}

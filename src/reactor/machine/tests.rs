@@ -1,0 +1,324 @@
+//! The machine on its own: events in, steps out, no wire at all. Each test plays a
+//! driver by hand and checks the step the machine asks for next.
+
+use std::collections::VecDeque;
+
+use super::*;
+use crate::reactor::config::Config;
+
+/// Answers each `on_data` call as its script says (then consumes everything),
+/// writing the script's bytes; records its inputs and closes.
+#[derive(Default)]
+struct Script {
+    answers: VecDeque<(usize, Flow, &'static [u8])>,
+    inputs: Vec<Vec<u8>>,
+    closes: Vec<(Closed, Vec<u8>)>,
+}
+
+impl Protocol for Script {
+    type Conn = ();
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+        self.inputs.push(input.to_vec());
+        let (consumed, flow, written) =
+            self.answers.pop_front().unwrap_or((input.len(), Flow::Continue, b""));
+        io.write(written);
+        Verdict { consumed, flow }
+    }
+
+    fn on_timer(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
+        io.write(b"timer");
+        Flow::Continue
+    }
+
+    fn on_close(&mut self, _conn: &mut (), closed: Closed, unconsumed: &[u8], _io: &mut Io<'_>) {
+        self.closes.push((closed, unconsumed.to_vec()));
+    }
+}
+
+const TOKEN: Token = Token(7);
+
+/// A machine running `answers`, and an accepted connection ready both ways.
+fn machine(answers: &[(usize, Flow, &'static [u8])]) -> (Machine<Script>, Connection<()>) {
+    let script = Script { answers: answers.iter().copied().collect(), ..Script::default() };
+    let mut machine = Machine::new(script, &Config::default(), Instant::now());
+    let mut conn = Connection::open();
+    machine.ready(&mut conn, Edge { readable: true, writable: true, read_closed: false });
+    (machine, conn)
+}
+
+#[test]
+fn a_read_is_answered_with_one_send_and_a_short_read_ends_the_reading() {
+    let (mut machine, mut conn) = machine(&[(5, Flow::Continue, b"hello")]);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Read);
+    machine.received(&mut conn, TOKEN, b"12345", false);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Send);
+    assert_eq!(machine.output().to_vec(), b"hello");
+    machine.sent(&mut conn, Ok(5));
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait, "a short read drained the wire");
+    assert_eq!(conn.unsent(), 0);
+}
+
+#[test]
+fn a_read_that_fills_the_buffer_is_followed_by_another() {
+    let (mut machine, mut conn) = machine(&[]);
+    machine.received(&mut conn, TOKEN, b"full", true);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Read);
+    machine.nothing_to_read(&mut conn);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait);
+}
+
+#[test]
+fn what_the_wire_does_not_take_is_queued_and_flushed_on_its_next_edge() {
+    let (mut machine, mut conn) = machine(&[(1, Flow::Continue, b"abcdef")]);
+    machine.received(&mut conn, TOKEN, b"x", false);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Send);
+    machine.sent(&mut conn, Ok(2));
+    assert_eq!(conn.unsent(), 4);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait, "the wire is full until its edge");
+    machine.ready(&mut conn, Edge { writable: true, ..Edge::default() });
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Flush);
+    let mut taken = Vec::new();
+    assert_eq!(conn.queue().take_into(&mut taken), 4);
+    machine.flushed(&mut conn, Ok(4));
+    assert_eq!(taken, b"cdef");
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait);
+    assert!(conn.queue.is_none(), "an emptied queue's memory is released");
+}
+
+#[test]
+fn a_pause_goes_on_with_the_held_input_once_its_output_is_sent() {
+    let (mut machine, mut conn) = machine(&[(1, Flow::Pause, b"one"), (1, Flow::Continue, b"two")]);
+    machine.received(&mut conn, TOKEN, b"ab", true);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Send);
+    machine.sent(&mut conn, Ok(1));
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait, "paused: not read, output unsent");
+    machine.ready(&mut conn, Edge { writable: true, ..Edge::default() });
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Flush);
+    conn.queue().take_into(&mut Vec::new());
+    machine.flushed(&mut conn, Ok(2));
+    // Sent: called again with what it held, before anything more is read.
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::HandHeld);
+    machine.hand_held(&mut conn, TOKEN);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Send);
+    assert_eq!(machine.output().to_vec(), b"two");
+    assert_eq!(machine.protocol.inputs, [b"ab".to_vec(), b"b".to_vec()]);
+    machine.sent(&mut conn, Ok(3));
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Read, "the read filled the buffer: more may wait");
+}
+
+#[test]
+fn a_pause_with_nothing_written_waits_for_a_callback_that_writes() {
+    let (mut machine, mut conn) = machine(&[(0, Flow::Pause, b"")]);
+    machine.received(&mut conn, TOKEN, b"held", false);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait);
+    machine.ready(&mut conn, Edge { readable: true, writable: true, read_closed: false });
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait, "an edge does not end the pause");
+    assert_eq!(machine.timer(&mut conn, TOKEN), Some(Flow::Continue));
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Send, "the timer's output");
+    machine.sent(&mut conn, Ok(5));
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::HandHeld, "resumed: the held input goes first");
+    machine.hand_held(&mut conn, TOKEN);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Read);
+    assert_eq!(machine.protocol.inputs, [b"held".to_vec(), b"held".to_vec()]);
+}
+
+#[test]
+fn a_close_with_input_after_it_sends_its_answer_then_lingers_until_the_peer_closes() {
+    let (mut machine, mut conn) = machine(&[(2, Flow::Close, b"bye")]);
+    machine.received(&mut conn, TOKEN, b"q\nmore", false);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Send);
+    machine.sent(&mut conn, Ok(3));
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Linger, "bytes after the close: it lingers");
+    machine.shut_down(&mut conn, Ok(()));
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Discard, "what came meanwhile is read at once");
+    machine.discarded(&mut conn, Ok(100));
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Discard);
+    machine.discarded(&mut conn, Err(io::ErrorKind::WouldBlock.into()));
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait);
+    machine.ready(&mut conn, Edge { readable: true, ..Edge::default() });
+    machine.discarded(&mut conn, Ok(0));
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Close(Closed::Done));
+    let closed = machine.closed(conn, TOKEN, Closed::Done);
+    assert_eq!(closed, Closed::Done);
+    assert_eq!(
+        machine.protocol.closes,
+        [(Closed::Done, Vec::new())],
+        "what followed the close never reached it"
+    );
+}
+
+#[test]
+fn a_close_with_nothing_after_it_closes_once_its_output_is_sent() {
+    let (mut machine, mut conn) = machine(&[(4, Flow::Close, b"bye")]);
+    machine.received(&mut conn, TOKEN, b"quit", false);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Send);
+    machine.sent(&mut conn, Ok(0));
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait, "held to the send timeout");
+    machine.ready(&mut conn, Edge { writable: true, ..Edge::default() });
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Flush);
+    conn.queue().take_into(&mut Vec::new());
+    machine.flushed(&mut conn, Ok(3));
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Close(Closed::Done));
+}
+
+#[test]
+fn a_graceful_stop_makes_every_close_linger_and_after_its_grace_closes_the_idle() {
+    let (mut machine, mut conn) = machine(&[(4, Flow::Close, b"")]);
+    machine.stop_begun();
+    machine.received(&mut conn, TOKEN, b"quit", false);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Linger, "a close the client did not ask for");
+    let (mut machine, mut idle) = self::machine(&[]);
+    machine.stop_begun();
+    machine.nothing_to_read(&mut idle);
+    assert_eq!(machine.poll(&mut idle, TOKEN), Step::Wait, "kept during the grace");
+    machine.grace_over();
+    assert_eq!(machine.poll(&mut idle, TOKEN), Step::Close(Closed::Done));
+    let mut relayed = Connection::open();
+    machine.set_drain_policy(&mut relayed, DrainPolicy::UntilClosed);
+    assert_eq!(machine.poll(&mut relayed, TOKEN), Step::Wait, "left alone until it closes");
+}
+
+#[test]
+fn output_over_the_budget_stops_the_reading_until_it_drains() {
+    let big: &'static [u8] = Box::leak(vec![b'x'; OUTPUT_BUDGET + 1].into_boxed_slice());
+    let (mut machine, mut conn) = machine(&[(1, Flow::Continue, big)]);
+    machine.received(&mut conn, TOKEN, b"x", true);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Send);
+    machine.sent(&mut conn, Ok(0));
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait, "input waits, though the read filled the buffer");
+    machine.ready(&mut conn, Edge { writable: true, ..Edge::default() });
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Flush);
+    conn.queue().take_into(&mut Vec::new());
+    machine.flushed(&mut conn, Ok(OUTPUT_BUDGET + 1));
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Read, "drained: read again, without a new edge");
+}
+
+#[test]
+fn a_writer_over_anothers_budget_is_blocked_and_released_once_that_drains_below_half() {
+    let (mut machine, mut other) = machine(&[]);
+    machine.nothing_to_read(&mut other);
+    let mut writer = Connection::open();
+    machine.ready(&mut writer, Edge { readable: true, writable: true, read_closed: false });
+    let bytes = vec![b'y'; OUTPUT_BUDGET + 1];
+    assert!(machine.takes_bytes_now(&mut other, &bytes));
+    machine.sent_bytes(&mut other, &bytes, Ok(0));
+    assert!(machine.is_over_budget(&mut other));
+    assert!(machine.block(&mut writer));
+    assert!(!machine.block(&mut writer), "once");
+    assert_eq!(machine.poll(&mut writer, TOKEN), Step::Wait, "blocked: not read");
+    machine.ready(&mut other, Edge { writable: true, ..Edge::default() });
+    let mut taken = Vec::new();
+    other.queue().take_into(&mut taken);
+    // Put back all but half the budget: not yet below half.
+    other.queue().push_bytes(&taken[..RESUME_BELOW + 1]);
+    machine.flushed(&mut other, Ok(1));
+    machine.not_writable(&mut other);
+    assert_eq!(machine.poll(&mut other, TOKEN), Step::Wait, "still over half the budget");
+    other.queue().take_into(&mut Vec::new());
+    machine.flushed(&mut other, Ok(RESUME_BELOW + 1));
+    assert_eq!(machine.poll(&mut other, TOKEN), Step::Release, "drained: the writer goes on");
+    assert_eq!(machine.poll(&mut other, TOKEN), Step::Wait, "once");
+    machine.unblock(&mut writer);
+    assert_eq!(machine.poll(&mut writer, TOKEN), Step::Read);
+}
+
+#[test]
+fn a_connection_being_opened_queues_its_output_until_established_then_opens() {
+    let (mut machine, _) = machine(&[]);
+    let mut conn = Connection::connecting();
+    assert!(!machine.takes_bytes_now(&mut conn, b"early"));
+    assert_eq!(conn.unsent(), 5, "queued, not sent");
+    machine.ready(&mut conn, Edge { readable: true, writable: true, read_closed: false });
+    machine.shutdown(&mut conn);
+    machine.close_asked(&mut conn);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait, "a close waits for the connect");
+    assert_eq!(machine.established(&mut conn, TOKEN), None, "closing: on_open is not called");
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Flush, "what waited goes first");
+}
+
+#[test]
+fn input_held_beyond_the_limit_closes_the_connection() {
+    let (mut machine, mut conn) = machine(&[(0, Flow::Continue, b"")]);
+    let limit = Config::default().max_pending_input;
+    machine.received(&mut conn, TOKEN, &vec![b'z'; limit + 1], false);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Close(Closed::Done));
+}
+
+#[test]
+fn the_end_of_input_keeps_what_is_held_for_on_close_and_closes_by_the_peer() {
+    let (mut machine, mut conn) = machine(&[(0, Flow::Continue, b"")]);
+    machine.received(&mut conn, TOKEN, b"partial", false);
+    assert_eq!(machine.input_ended(&mut conn, TOKEN), Flow::Close);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Close(Closed::ByPeer));
+    machine.closed(conn, TOKEN, Closed::ByPeer);
+    assert_eq!(machine.protocol.closes, [(Closed::ByPeer, b"partial".to_vec())]);
+}
+
+#[test]
+fn a_shut_down_connection_reads_until_its_input_ends() {
+    let (mut machine, mut conn) = machine(&[]);
+    machine.shutdown(&mut conn);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::ShutdownWrite);
+    machine.shut_down(&mut conn, Ok(()));
+    assert!(!machine.takes_bytes_now(&mut conn, b"dropped"));
+    assert_eq!(conn.unsent(), 0, "output after the shutdown is dropped");
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Read);
+    machine.nothing_to_read(&mut conn);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait, "half-closed: it still reads");
+    assert_eq!(machine.input_ended(&mut conn, TOKEN), Flow::Close, "the default closes");
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Close(Closed::ByPeer));
+}
+
+#[test]
+fn the_deadline_follows_the_precedence_the_docs_give() {
+    let (mut machine, mut conn) = machine(&[(0, Flow::Continue, b"")]);
+    machine.set_time(machine.now(), 100);
+    machine.nothing_to_read(&mut conn);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait);
+    assert!(!machine.expired(&conn));
+    machine.set_time(machine.now(), 161);
+    assert!(machine.expired(&conn), "idle for 60 s");
+    machine.set_time(machine.now(), 200);
+    machine.received(&mut conn, TOKEN, b"GE", false);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait);
+    machine.set_time(machine.now(), 211);
+    assert!(machine.expired(&conn), "a partial message for 10 s");
+}
+
+#[test]
+fn a_close_that_consumes_all_the_input_held_before_does_not_linger() {
+    // A partial line held, then its end: the close consumes all of it, held and
+    // fresh, and the wire was read short: nothing is left to read.
+    let (mut machine, mut conn) = machine(&[(0, Flow::Continue, b""), (10, Flow::Close, b"bye")]);
+    machine.received(&mut conn, TOKEN, b"say a", false);
+    machine.received(&mut conn, TOKEN, b"\nquit", false);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Send);
+    machine.sent(&mut conn, Ok(3));
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Close(Closed::Done));
+}
+
+#[test]
+fn a_half_closed_connection_its_protocol_closes_ends_as_done_not_by_the_peer() {
+    let (mut machine, mut conn) = machine(&[]);
+    machine.nothing_to_read(&mut conn);
+    struct StaysOpen;
+    impl Protocol for StaysOpen {
+        type Conn = ();
+        fn on_data(&mut self, _: &mut (), input: &[u8], _: &mut Io<'_>) -> Verdict {
+            Verdict::keep(input.len())
+        }
+        fn on_input_end(&mut self, _: &mut (), _: &mut Io<'_>) -> Flow {
+            Flow::Continue
+        }
+    }
+    let mut half = Machine::new(StaysOpen, &Config::default(), machine.now());
+    assert_eq!(half.input_ended(&mut conn, TOKEN), Flow::Continue);
+    assert_eq!(half.poll(&mut conn, TOKEN), Step::Wait, "open for writing");
+    half.close_asked(&mut conn);
+    assert_eq!(half.poll(&mut conn, TOKEN), Step::Close(Closed::Done), "the protocol's close");
+    // Its own end of input, answered with a close, is the peer's.
+    let (mut machine, mut conn) = self::machine(&[]);
+    assert_eq!(machine.input_ended(&mut conn, TOKEN), Flow::Close);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Close(Closed::ByPeer));
+}

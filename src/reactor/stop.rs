@@ -1,0 +1,103 @@
+//! A graceful stop: what becomes of the listener, how long idle connections are
+//! kept, and when whatever is left is closed.
+
+use std::time::{Duration, Instant};
+
+/// How a graceful stop goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DrainOptions {
+    /// What becomes of the listener.
+    pub listener: ListenerFate,
+    /// How long idle keep-alive connections are kept: a client about to send on
+    /// one gets its answer (with `Connection: close`) instead of a close under its
+    /// feet; after it they are closed, and a connection that turns idle is closed
+    /// at once.
+    pub grace: Duration,
+    /// When whatever is still open is closed.
+    pub timeout: Duration,
+}
+
+/// What a graceful stop does with the loop's listener.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListenerFate {
+    /// Accepts the connections already queued (they are served like the others),
+    /// then closes it: once every process has closed it, new connections are
+    /// refused at once, so a client or a load balancer retries elsewhere instead of
+    /// waiting for a queue nobody reads. For a stop.
+    CloseAfterQueue,
+    /// Stops accepting at once and lets it go: another loop accepts from the same
+    /// socket, so nothing queued is lost. For a reload or an upgrade.
+    HandOver,
+}
+
+/// A graceful stop under way: its times, by the loop's clock.
+#[derive(Debug)]
+pub(crate) struct Stop {
+    /// The second of the loop's clock at which every connection left is closed.
+    deadline: u32,
+    /// Until then idle connections are kept; `None` once it has passed.
+    grace_until: Option<Instant>,
+    /// The listener is closed once its queue is empty.
+    close_listener: bool,
+}
+
+impl Stop {
+    /// A stop as `options` say, begun at `now` (second `second` of the loop's clock).
+    pub(crate) fn new(options: &DrainOptions, now: Instant, second: u32) -> Stop {
+        // Whole seconds, at least one: the loop checks its deadlines once a second.
+        let seconds = u32::try_from(options.timeout.as_secs()).unwrap_or(u32::MAX).max(1);
+        Stop {
+            deadline: second.saturating_add(seconds),
+            grace_until: Some(now.checked_add(options.grace).unwrap_or(now)),
+            close_listener: options.listener == ListenerFate::CloseAfterQueue,
+        }
+    }
+
+    /// When the grace ends, if it has not.
+    pub(crate) fn grace_until(&self) -> Option<Instant> {
+        self.grace_until
+    }
+
+    /// Whether the grace has ended by `now`: true once, the first time it has.
+    pub(crate) fn grace_ends(&mut self, now: Instant) -> bool {
+        let ends = self.grace_until.is_some_and(|until| until <= now);
+        if ends {
+            self.grace_until = None;
+        }
+        ends
+    }
+
+    /// Whether the stop's deadline has come, at second `second` of the loop's clock.
+    pub(crate) fn expired(&self, second: u32) -> bool {
+        self.deadline <= second
+    }
+
+    /// Whether the listener is closed once its queue is accepted (rather than
+    /// handed over at once).
+    pub(crate) fn closes_listener(&self) -> bool {
+        self.close_listener
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_grace_ends_once_and_the_deadline_counts_whole_seconds_at_least_one() {
+        let now = Instant::now();
+        let options = DrainOptions {
+            listener: ListenerFate::HandOver,
+            grace: Duration::from_millis(50),
+            timeout: Duration::ZERO,
+        };
+        let mut stop = Stop::new(&options, now, 10);
+        assert!(!stop.closes_listener());
+        assert_eq!(stop.grace_until(), Some(now + Duration::from_millis(50)));
+        assert!(!stop.grace_ends(now + Duration::from_millis(49)));
+        assert!(stop.grace_ends(now + Duration::from_millis(50)));
+        assert!(!stop.grace_ends(now + Duration::from_secs(1)), "once");
+        assert_eq!(stop.grace_until(), None);
+        assert!(!stop.expired(10) && stop.expired(11), "a timeout under a second is one");
+    }
+}

@@ -1,0 +1,146 @@
+//! [`Wire`]: what carries a connection's bytes, as the driver uses it to carry out
+//! the machine's steps; and [`Socket`], the loop's, over the `sys` calls. The
+//! [`Harness`](super::harness::Harness) has a wire of byte vectors.
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, OwnedFd};
+
+use socket2::{Domain, SockRef, Socket as RawSocket, Type};
+
+use super::output::{self, Output, SendQueue};
+use super::protocol::Closed;
+use super::slab::Token;
+use crate::sys::{self, Epoll, Pipe};
+
+/// A connection's bytes in and out. Reads and sends take what they can and never
+/// wait: `WouldBlock` (or a send of fewer bytes than offered) means "not now", and
+/// the wire's next edge says when to try again.
+pub(crate) trait Wire: Sized {
+    /// Where a driver registers its wires to hear of their edges.
+    type Registry: std::fmt::Debug;
+
+    /// Starts opening a wire to `addr`, whose edges come with `token`; the first
+    /// says whether it is established ([`Wire::connect_error`]).
+    fn connect(registry: &mut Self::Registry, token: Token, addr: SocketAddr) -> io::Result<Self>;
+
+    /// Registers a wire that is already established (accepted), under `token`.
+    fn register(&self, registry: &mut Self::Registry, token: Token) -> io::Result<()>;
+
+    /// Why a wire being opened failed, if it did, once its first edge came.
+    fn connect_error(&self) -> Option<io::ErrorKind>;
+
+    /// Reads into `buffer`: `Ok(0)` is the end of the peer's stream.
+    fn recv(&mut self, buffer: &mut [u8]) -> io::Result<usize>;
+
+    /// Sends what it takes of `output`; returns the bytes it took.
+    fn send(&mut self, output: &Output) -> io::Result<usize>;
+
+    /// Sends what it takes of `bytes`; returns the bytes it took.
+    fn send_bytes(&mut self, bytes: &[u8]) -> io::Result<usize>;
+
+    /// Sends what it takes of `queue`, dropping it from the queue; returns the bytes
+    /// it took.
+    fn flush(&mut self, queue: &mut SendQueue) -> io::Result<usize>;
+
+    /// Shuts the writing side down: the peer reads the end of the stream.
+    fn shutdown_write(&mut self) -> io::Result<()>;
+
+    /// Shuts the writing side down for a close that lingers: the peer reads the end
+    /// of the stream, and is expected to close.
+    fn linger(&mut self) -> io::Result<()> {
+        self.shutdown_write()
+    }
+
+    /// A pipe to move this wire's input through to another wire without copying
+    /// it, if the wire can (splice(2)); `None` leaves the input to the protocol.
+    fn pipe(&self) -> Option<Pipe> {
+        None
+    }
+
+    /// Moves up to `len` bytes of input into `pipe`: `Ok(0)` is the end of stream.
+    fn fill(&mut self, _pipe: &Pipe, _len: usize) -> io::Result<usize> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
+
+    /// Sends up to `len` bytes out of `pipe`.
+    fn empty(&mut self, _pipe: &Pipe, _len: usize) -> io::Result<usize> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
+
+    /// The connection under `token` closed, as `closed` says; this is its wire's end.
+    fn retire(self, _registry: &mut Self::Registry, _token: Token, _closed: Closed) {}
+}
+
+/// The loop's wire: a non-blocking socket, registered edge-triggered with the
+/// loop's epoll instance for input, output and the peer's shutdown.
+#[derive(Debug)]
+pub(crate) struct Socket(OwnedFd);
+
+impl Socket {
+    /// An accepted connection's socket.
+    pub(crate) fn accepted(fd: OwnedFd) -> Socket {
+        Socket(fd)
+    }
+}
+
+impl Wire for Socket {
+    type Registry = Epoll;
+
+    fn connect(epoll: &mut Epoll, token: Token, addr: SocketAddr) -> io::Result<Socket> {
+        let socket = RawSocket::new(Domain::for_address(addr), Type::STREAM.nonblocking().cloexec(), None)?;
+        socket.set_nodelay(true)?;
+        match socket.connect(&addr.into()) {
+            Ok(()) => {}
+            Err(e) if sys::is_in_progress(&e) => {}
+            Err(e) => return Err(e),
+        }
+        let socket = Socket(OwnedFd::from(socket));
+        socket.register(epoll, token)?;
+        Ok(socket)
+    }
+
+    fn register(&self, epoll: &mut Epoll, token: Token) -> io::Result<()> {
+        epoll.add(self.0.as_fd(), sys::INTEREST_CONNECTION, token.0)
+    }
+
+    fn connect_error(&self) -> Option<io::ErrorKind> {
+        // The socket's pending error, SO_ERROR.
+        match SockRef::from(&self.0).take_error() {
+            Ok(None) => None,
+            Ok(Some(e)) | Err(e) => Some(e.kind()),
+        }
+    }
+
+    fn recv(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        sys::recv(self.0.as_fd(), buffer)
+    }
+
+    fn send(&mut self, output: &Output) -> io::Result<usize> {
+        output.send(self.0.as_fd())
+    }
+
+    fn send_bytes(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        output::send_bytes(self.0.as_fd(), bytes)
+    }
+
+    fn flush(&mut self, queue: &mut SendQueue) -> io::Result<usize> {
+        queue.flush(self.0.as_fd())
+    }
+
+    fn shutdown_write(&mut self) -> io::Result<()> {
+        sys::shutdown_write(self.0.as_fd())
+    }
+
+    fn pipe(&self) -> Option<Pipe> {
+        Pipe::new().ok()
+    }
+
+    fn fill(&mut self, pipe: &Pipe, len: usize) -> io::Result<usize> {
+        pipe.fill_from(self.0.as_fd(), len)
+    }
+
+    fn empty(&mut self, pipe: &Pipe, len: usize) -> io::Result<usize> {
+        pipe.empty_into(self.0.as_fd(), len)
+    }
+}
