@@ -4,15 +4,16 @@
 //! loop did all the harness did for the one before (callbacks logged, bytes
 //! received, streams ended), waiting at most [`WAIT`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use percore::listen::{self, ListenOptions, Opening};
-use percore::reactor::{Config, Reactor};
+use percore::reactor::Reactor;
 use socket2::{Domain, Socket, Type};
 
+use super::config;
 use super::harness_side::Expected;
 use super::outcome::{Outcome, Received};
 use super::protocol::{Known, Scripted, Targets, ACCEPTED};
@@ -42,18 +43,23 @@ pub struct LoopSide {
     /// else takes its port meanwhile.
     _refusing: Socket,
     clients: BTreeMap<char, Client>,
+    /// The connections whose close lingered: their clients closed at the end of
+    /// the server's stream, as the harness's peer does (see [`LoopSide::turn`]).
+    lingered: BTreeSet<char>,
 }
 
 /// The test's end of one connection.
 struct Client {
     stream: TcpStream,
     received: Received,
+    /// The client ended its stream (a step did, or it closed at the server's linger).
+    ended: bool,
 }
 
 impl Client {
     fn new(stream: TcpStream) -> Client {
         stream.set_nonblocking(true).expect("a non-blocking client");
-        Client { stream, received: Received::default() }
+        Client { stream, received: Received::default(), ended: false }
     }
 
     /// Reads what arrived, and notes the end of the stream (or a reset: either way,
@@ -74,6 +80,7 @@ impl Client {
 
     /// Ends the client's stream.
     fn end(&mut self) {
+        self.ended = true;
         // The server may have closed already: then there is nothing to end.
         let _ = self.stream.shutdown(Shutdown::Write);
     }
@@ -94,11 +101,10 @@ impl LoopSide {
         let listener =
             listen::bind(([127, 0, 0, 1], 0).into(), &options).expect("binding the loop's listener");
         let addr = listener.local_addr().expect("the loop's address");
-        let reactor =
-            Reactor::new(listener, Scripted::new(targets, known), Config::default()).expect("a loop");
+        let reactor = Reactor::new(listener, Scripted::new(targets, known), config()).expect("a loop");
         let accepted = TcpStream::connect_timeout(&addr, WAIT).expect("connecting to the loop");
         let clients = BTreeMap::from([(ACCEPTED, Client::new(accepted))]);
-        LoopSide { reactor, targets, peers, _refusing: refusing, clients }
+        LoopSide { reactor, targets, peers, _refusing: refusing, clients, lingered: BTreeSet::new() }
     }
 
     /// Where the protocol's connections go: the harness's protocol must be told the same.
@@ -131,11 +137,24 @@ impl LoopSide {
 
     /// One turn of the loop, waiting at most `max_wait`; then the clients read
     /// what came, and the peers of connections it opened are accepted.
+    ///
+    /// A client that finds the end of the server's stream while its connection is
+    /// closing ends its own: the server lingers, and the harness's peer closes as
+    /// soon as it reads the end of a lingering connection's stream. It does so in
+    /// the same call, before anything else happens; a client here can only do it
+    /// after this turn, so the loop's `on_close` for that connection comes later in
+    /// its log than the harness's (see [`Outcome`]'s comparison): the harness has
+    /// no peer that closes only when told, as a script's `End` step would.
     fn turn(&mut self, max_wait: Duration) {
         self.reactor.turn(Some(max_wait)).expect("a turn of the loop");
         self.accept_peers();
-        for client in self.clients.values_mut() {
+        for (&name, client) in &mut self.clients {
             client.read();
+            if client.received.ended && !client.ended && self.reactor.protocol().is_closing(name) {
+                // Closing and not yet closed, its end of stream sent: it lingers.
+                self.lingered.insert(name);
+                client.end();
+            }
         }
     }
 
@@ -196,6 +215,6 @@ impl LoopSide {
 
     fn outcome(&self) -> Outcome {
         let clients = self.clients.iter().map(|(&name, client)| (name, client.received.clone())).collect();
-        Outcome { log: self.reactor.protocol().log().to_vec(), clients }
+        Outcome { log: self.reactor.protocol().log().to_vec(), clients, lingered: self.lingered.clone() }
     }
 }

@@ -6,12 +6,20 @@ use std::fmt::Write as _;
 use super::script::Step;
 
 /// Everything observable of one run: the callbacks, and what the clients saw.
+///
+/// Two outcomes agree when their logs are the same but for where the `on_close`
+/// of a connection that lingered comes: that is when its peer closed, at once in
+/// the harness, a turn of the loop later over a socket (see `LoopSide::turn`). Its
+/// record (reason, unconsumed input) must still be the same.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Outcome {
     /// Every callback, in call order (the protocol's log).
     pub log: Vec<String>,
     /// What each client received, by connection name.
     pub clients: BTreeMap<char, Received>,
+    /// The connections whose close lingered, as far as the run can tell: the
+    /// loop's (the harness's peer closes before anyone can tell).
+    pub lingered: BTreeSet<char>,
 }
 
 /// What one client received.
@@ -34,14 +42,18 @@ impl Outcome {
     }
 
     /// Whether this outcome, still growing, can no longer become one that starts as
-    /// `expected` does: a record or a byte differs.
+    /// `expected` does: a record or a byte differs, or a lingering connection
+    /// closed otherwise.
     pub fn strayed_from(&self, expected: &Outcome) -> bool {
         let prefix_differs = |got: &[u8], want: &[u8]| {
             let n = got.len().min(want.len());
             got[..n] != want[..n]
         };
-        let log_differs = self.log.iter().zip(&expected.log).any(|(got, want)| got != want);
+        let (got, got_closes) = split(&self.log, &self.lingered);
+        let (want, want_closes) = split(&expected.log, &self.lingered);
+        let log_differs = got.iter().zip(&want).any(|(got, want)| got != want);
         log_differs
+            || !got_closes.is_subset(&want_closes)
             || self.clients.iter().any(|(name, got)| match expected.clients.get(name) {
                 Some(want) => prefix_differs(got.bytes.as_bytes(), want.bytes.as_bytes()),
                 None => !got.bytes.is_empty(),
@@ -49,10 +61,29 @@ impl Outcome {
     }
 }
 
-/// Panics, showing both, unless the harness's outcome and the loop's are the same.
-/// `stopped` says why the loop's run stopped early, if it did.
+/// `log` split: the records whose order is compared, and the `on_close` records of
+/// the connections in `lingered`, whose place is not.
+fn split<'a>(log: &'a [String], lingered: &BTreeSet<char>) -> (Vec<&'a str>, BTreeSet<&'a str>) {
+    let (mut ordered, mut closes) = (Vec::new(), BTreeSet::new());
+    for record in log {
+        let mut chars = record.chars();
+        let lingering = chars.next().is_some_and(|name| lingered.contains(&name));
+        if lingering && chars.as_str().starts_with(" close ") {
+            closes.insert(record.as_str());
+        } else {
+            ordered.push(record.as_str());
+        }
+    }
+    (ordered, closes)
+}
+
+/// Panics, showing both, unless the harness's outcome and the loop's agree (see
+/// [`Outcome`]). `stopped` says why the loop's run stopped early, if it did.
 pub fn assert_agree(script: &[Step], harness: &Outcome, real: &Outcome, stopped: Option<&str>) {
-    if harness == real && stopped.is_none() {
+    let (harness_log, harness_closes) = split(&harness.log, &real.lingered);
+    let (real_log, real_closes) = split(&real.log, &real.lingered);
+    let agree = harness_log == real_log && harness_closes == real_closes && harness.clients == real.clients;
+    if agree && stopped.is_none() {
         return;
     }
     let mut report = String::from("the harness and the loop disagree\n");
@@ -65,7 +96,8 @@ pub fn assert_agree(script: &[Step], harness: &Outcome, real: &Outcome, stopped:
     }
     let first = harness.log.iter().zip(&real.log).position(|(h, r)| h != r);
     let first = first.unwrap_or(harness.log.len().min(real.log.len()));
-    let _ = writeln!(report, "callbacks (the first {first} agree):");
+    let _ =
+        writeln!(report, "callbacks (the first {first} agree; lingered in the loop: {:?}):", real.lingered);
     for i in first.saturating_sub(3)..harness.log.len().max(real.log.len()) {
         let line = |log: &[String]| log.get(i).cloned().unwrap_or_else(|| "-".into());
         let _ =

@@ -113,14 +113,10 @@ impl Scripted {
         &self.opened
     }
 
-    /// Whether connection `name` paused and has not been called again.
-    pub fn is_paused(&self, name: char) -> bool {
-        self.paused.contains(&name)
-    }
-
-    /// Whether connection `name` holds input it left unconsumed.
-    pub fn holds_input(&self, name: char) -> bool {
-        self.holding.contains(&name)
+    /// Whether connection `name` was said to close (by a callback of its own, or
+    /// `close`) and is not closed yet.
+    pub fn is_closing(&self, name: char) -> bool {
+        self.closing.contains(&name)
     }
 
     /// The one armed timer: its connection, and when it fires.
@@ -221,7 +217,7 @@ impl Scripted {
             }
             Command::Close(to) => {
                 if let Some(id) = id_of(self, to, io) {
-                    self.closing.insert(to);
+                    self.said_close(to);
                     io.close(id);
                 }
             }
@@ -244,6 +240,18 @@ impl Scripted {
         }
     }
 
+    /// Connection `name` closes once its output is sent: its timer, if armed, will
+    /// never fire (a closing connection hears from no timer). The record of it goes
+    /// now, not at `on_close`, which comes as soon as the harness's peer closes,
+    /// and later from the loop's (see `LoopSide::turn`): what the protocol refuses
+    /// while a timer is armed must not depend on that.
+    fn said_close(&mut self, name: char) {
+        self.closing.insert(name);
+        if self.timer.is_some_and(|(armed, _)| armed == name) {
+            self.timer = None;
+        }
+    }
+
     fn arm(&mut self, name: char, delay: Delay, io: &mut Io<'_>) {
         match delay {
             Delay::Ms(ms) => io.set_timer(Duration::from_millis(ms)),
@@ -252,7 +260,10 @@ impl Scripted {
                 io.set_timer_at(now.checked_sub(Duration::from_secs(1)).unwrap_or(now));
             }
         }
-        self.timer = io.timer().map(|at| (name, at));
+        // Set on a closing connection, it will never fire: no record of it.
+        if !self.closing.contains(&name) {
+            self.timer = io.timer().map(|at| (name, at));
+        }
     }
 }
 
@@ -310,7 +321,7 @@ impl Protocol for Scripted {
             self.holding.remove(&name);
         }
         if flow == Flow::Close {
-            self.closing.insert(name);
+            self.said_close(name);
         }
         let verdict = Verdict { consumed, flow };
         self.record(name, format!("data {:?} {verdict:?}", String::from_utf8_lossy(input)), io);
@@ -341,7 +352,7 @@ impl Protocol for Scripted {
             }
         }
         if flow == Flow::Close {
-            self.closing.insert(name);
+            self.said_close(name);
         }
         self.record(name, format!("timer {flow:?}"), io);
         flow
@@ -363,7 +374,10 @@ impl Protocol for Scripted {
         let flow = if conn.stays { Flow::Continue } else { Flow::Close };
         match flow {
             Flow::Continue | Flow::Pause => self.input_ended.insert(name),
-            Flow::Close => self.closing.insert(name),
+            Flow::Close => {
+                self.said_close(name);
+                true
+            }
         };
         self.record(name, format!("input end {flow:?}"), io);
         flow
