@@ -12,7 +12,7 @@ use percore::reactor::{ConnId, Flow, Harness, PeerReads};
 
 use super::config;
 use super::outcome::{Outcome, Received};
-use super::protocol::{Known, Scripted, Targets, ACCEPTED};
+use super::protocol::{Remaining, Scripted, Targets, ACCEPTED};
 use super::script::Step;
 
 /// What the harness did: its outcome, and, after the opening and after each step,
@@ -28,8 +28,8 @@ pub struct Expected {
 const MAX_ROUNDS: usize = 1000;
 
 /// Runs `script` through a harness.
-pub fn through_the_harness(script: &[Step], targets: Targets, known: Known) -> Expected {
-    let mut side = HarnessSide::new(targets, known);
+pub fn through_the_harness(script: &[Step], targets: Targets, remaining: Remaining) -> Expected {
+    let mut side = HarnessSide::new(targets, remaining);
     let mut after = vec![Some(side.outcome())];
     for step in script {
         let taken = side.take(step);
@@ -51,8 +51,8 @@ struct HarnessSide {
 }
 
 impl HarnessSide {
-    fn new(targets: Targets, known: Known) -> HarnessSide {
-        let mut harness = Harness::with_config(Scripted::new(targets, known), config());
+    fn new(targets: Targets, remaining: Remaining) -> HarnessSide {
+        let mut harness = Harness::with_config(Scripted::new(targets, remaining), config());
         harness.set_peer_reads(PeerReads::AtOnce);
         assert_eq!(harness.open(), Flow::Continue);
         let clients = BTreeMap::from([(ACCEPTED, Received::default())]);

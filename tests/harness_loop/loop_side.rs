@@ -16,7 +16,7 @@ use socket2::{Domain, Socket, Type};
 use super::config;
 use super::harness_side::Expected;
 use super::outcome::{Outcome, Received};
-use super::protocol::{Known, Scripted, Targets, ACCEPTED};
+use super::protocol::{Remaining, Scripted, Targets, ACCEPTED};
 use super::script::Step;
 
 /// Bound on every wait for the loop.
@@ -93,7 +93,7 @@ impl Client {
 
 impl LoopSide {
     /// A loop on 127.0.0.1, with its one accepted connection's client.
-    pub fn start(known: Known) -> LoopSide {
+    pub fn start(remaining: Remaining) -> LoopSide {
         let peers = TcpListener::bind("127.0.0.1:0").expect("binding the peers' listener");
         peers.set_nonblocking(true).expect("a non-blocking listener");
         let refusing = Socket::new(Domain::IPV4, Type::STREAM, None).expect("a socket");
@@ -106,7 +106,7 @@ impl LoopSide {
         let listener =
             listen::bind(([127, 0, 0, 1], 0).into(), &options).expect("binding the loop's listener");
         let addr = listener.local_addr().expect("the loop's address");
-        let reactor = Reactor::new(listener, Scripted::new(targets, known), config()).expect("a loop");
+        let reactor = Reactor::new(listener, Scripted::new(targets, remaining), config()).expect("a loop");
         let accepted = TcpStream::connect_timeout(&addr, WAIT).expect("connecting to the loop");
         let clients = BTreeMap::from([(ACCEPTED, Client::new(accepted))]);
         LoopSide { reactor, targets, peers, _refusing: refusing, clients, lingered: BTreeSet::new() }

@@ -7,15 +7,16 @@
 //! to every client, and the same ends of streams.
 //!
 //! - `command`: the commands, one a line, that the protocol obeys;
-//! - `protocol`: the protocol, which logs every callback, and (`protocol/known.rs`)
-//!   the divergences found so far, which it steers clear of in the property;
+//! - `protocol`: the protocol, which logs every callback, and (`protocol/remaining.rs`)
+//!   the divergence that remains, which it steers clear of in the property;
 //! - `script`: the clients' steps, and how proptest makes them;
 //! - `harness_side`: a script through the harness, driven as a user would, with
 //!   what it did after each step;
 //! - `loop_side`: a script through the loop, each step taken once the loop did
 //!   what the harness did before it; its clients act as the harness's peer does;
 //! - `outcome`: what a run gave, and the comparison;
-//! - `divergences`: the divergences found, each as an ignored test.
+//! - `divergences`: the divergences the property found, each a test that the
+//!   drivers now agree, and on what the docs say; and, ignored, the one that remains.
 //!
 //! A client sends a step only once everything the previous one set off has
 //! happened (timers' callbacks included), so nothing depends on how fast either
@@ -37,7 +38,7 @@ use command::{Command, Delay, OnTimer};
 use harness_side::through_the_harness;
 use loop_side::LoopSide;
 use outcome::{assert_agree, Outcome};
-use protocol::{Known, ACCEPTED};
+use protocol::{Remaining, ACCEPTED};
 use script::{send, Step};
 
 /// The limits both drivers run under: no timeouts. The harness's clock moves only
@@ -54,15 +55,16 @@ fn config() -> Config {
 }
 
 /// Runs `script` through the harness and through the loop, steering clear of the
-/// known divergences; they must agree. Returns what they gave.
+/// divergence that remains; they must agree. Returns what they gave.
 fn agree(script: &[Step]) -> Outcome {
-    agree_where(script, Known::Avoided)
+    agree_where(script, Remaining::SteeredClear)
 }
 
-/// Runs `script` through both, the known divergences avoided or met as `known` says.
-fn agree_where(script: &[Step], known: Known) -> Outcome {
-    let real = LoopSide::start(known);
-    let expected = through_the_harness(script, real.targets(), known);
+/// Runs `script` through both, the divergence that remains avoided or met as
+/// `remaining` says.
+fn agree_where(script: &[Step], remaining: Remaining) -> Outcome {
+    let real = LoopSide::start(remaining);
+    let expected = through_the_harness(script, real.targets(), remaining);
     let (outcome, stopped) = real.run(script, &expected);
     assert_agree(script, &expected.outcome, &outcome, stopped.as_deref());
     outcome

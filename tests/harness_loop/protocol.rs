@@ -9,10 +9,9 @@ use std::time::{Duration, Instant};
 use percore::reactor::{Closed, ConnId, Flow, Io, Protocol, Verdict};
 
 use super::command::{Command, Delay, OnTimer};
-pub use known::Known;
-use known::Place;
+pub use remaining::Remaining;
 
-mod known;
+mod remaining;
 
 /// The name of the one accepted connection; the protocol names the ones it opens
 /// as the command that opens them says. ConnIds differ between the harness and the
@@ -32,7 +31,7 @@ pub struct Targets {
 #[derive(Debug)]
 pub struct Scripted {
     targets: Targets,
-    known: Known,
+    remaining: Remaining,
     names: HashMap<ConnId, char>,
     ids: HashMap<char, ConnId>,
     /// The connections opened to the test's listener, in the order opened: the
@@ -49,22 +48,16 @@ pub struct Scripted {
     /// Wakes asked and not yet heard, in order: the name woken, and whether its
     /// `on_wake` writes.
     wakes: VecDeque<(char, bool)>,
-    /// The connections whose last `on_data` left input unconsumed (after a close:
-    /// bytes after it). A close then lingers in the loop (DESIGN.md: "lingering if
-    /// the peer may still be sending: input held or unread").
-    holding: HashSet<char>,
     /// The connections said to close (by their own callback, or `close`), until
-    /// the protocol hears of their close.
+    /// the protocol hears of their close: a loop's client closes when such a
+    /// connection's stream ends, as the harness's peer does.
     closing: HashSet<char>,
     /// The connections whose last `on_data` paused before a `pause` or `hold` line,
     /// which their next call skips. So a pause always holds input, and the protocol
     /// always hears when it ends.
     paused: HashSet<char>,
-    /// The connections whose input ended, left open for writing.
-    input_ended: HashSet<char>,
-    /// The connections the `on_data` under way asked for something that calls
-    /// them back (a wake, a resume, a shut-down or a close).
-    calling_back: HashSet<char>,
+    /// The `on_data` call under way goes on after a pause.
+    going_on: bool,
     log: Vec<String>,
 }
 
@@ -79,21 +72,19 @@ pub struct Line {
 }
 
 impl Scripted {
-    pub fn new(targets: Targets, known: Known) -> Scripted {
+    pub fn new(targets: Targets, remaining: Remaining) -> Scripted {
         Scripted {
             targets,
-            known,
+            remaining,
             names: HashMap::new(),
             ids: HashMap::new(),
             opened: Vec::new(),
             connecting: None,
             timer: None,
             wakes: VecDeque::new(),
-            holding: HashSet::new(),
             closing: HashSet::new(),
             paused: HashSet::new(),
-            input_ended: HashSet::new(),
-            calling_back: HashSet::new(),
+            going_on: false,
             log: Vec::new(),
         }
     }
@@ -140,18 +131,7 @@ impl Scripted {
     }
 
     /// Carries out one command of connection `name`; `Some` when it ends the call.
-    fn obey(
-        &mut self,
-        name: char,
-        conn: &mut Line,
-        command: Command,
-        place: Place,
-        io: &mut Io<'_>,
-    ) -> Option<Flow> {
-        if self.known == Known::Avoided && self.known_divergence(name, &command, place) {
-            io.write(format!("no {}\n", command.render()).as_bytes());
-            return None;
-        }
+    fn obey(&mut self, name: char, conn: &mut Line, command: Command, io: &mut Io<'_>) -> Option<Flow> {
         // A name no connection has is answered `no NAME`.
         let id_of = |protocol: &Scripted, to: char, io: &mut Io<'_>| {
             let id = protocol.id(to);
@@ -160,7 +140,10 @@ impl Scripted {
             }
             id
         };
-        self.calling_back.extend(Scripted::called_back(&command));
+        if self.remaining == Remaining::SteeredClear && self.meets_the_remaining_divergence(&command) {
+            io.write(format!("no {}\n", command.render()).as_bytes());
+            return None;
+        }
         match command {
             Command::Say(text) => io.write(format!("{text}\n").as_bytes()),
             Command::To(to, text) => {
@@ -282,9 +265,7 @@ impl Protocol for Scripted {
 
     fn on_data(&mut self, conn: &mut Line, input: &[u8], io: &mut Io<'_>) -> Verdict {
         let name = self.name(io);
-        let after_held = self.holding.contains(&name);
-        let going_on = self.paused.contains(&name);
-        self.calling_back.clear();
+        self.going_on = self.paused.contains(&name);
         let mut consumed = 0;
         let mut flow = Flow::Continue;
         while let Some(end) = input[consumed..].iter().position(|&b| b == b'\n') {
@@ -296,29 +277,21 @@ impl Protocol for Scripted {
             }
             let command = Command::parse(line);
             match command {
-                Some(command) => {
-                    let place = Place { after_held, going_on, last: consumed + end + 1 == input.len() };
-                    match self.obey(name, conn, command, place, io) {
-                        Some(Flow::Pause) => {
-                            flow = Flow::Pause;
-                            break;
-                        }
-                        Some(ended) => {
-                            consumed += end + 1;
-                            flow = ended;
-                            break;
-                        }
-                        None => {}
+                Some(command) => match self.obey(name, conn, command, io) {
+                    Some(Flow::Pause) => {
+                        flow = Flow::Pause;
+                        break;
                     }
-                }
+                    Some(ended) => {
+                        consumed += end + 1;
+                        flow = ended;
+                        break;
+                    }
+                    None => {}
+                },
                 None => io.write(format!("? {}\n", String::from_utf8_lossy(line)).as_bytes()),
             }
             consumed += end + 1;
-        }
-        if consumed < input.len() {
-            self.holding.insert(name);
-        } else {
-            self.holding.remove(&name);
         }
         if flow == Flow::Close {
             self.said_close(name);
@@ -372,13 +345,9 @@ impl Protocol for Scripted {
         let name = self.name(io);
         io.write(b"end\n");
         let flow = if conn.stays { Flow::Continue } else { Flow::Close };
-        match flow {
-            Flow::Continue | Flow::Pause => self.input_ended.insert(name),
-            Flow::Close => {
-                self.said_close(name);
-                true
-            }
-        };
+        if flow == Flow::Close {
+            self.said_close(name);
+        }
         self.record(name, format!("input end {flow:?}"), io);
         flow
     }
@@ -392,10 +361,8 @@ impl Protocol for Scripted {
             self.connecting = None;
         }
         self.wakes.retain(|&(woken, _)| woken != name);
-        for names in [&mut self.holding, &mut self.closing, &mut self.paused, &mut self.input_ended] {
-            names.remove(&name);
-        }
-
+        self.closing.remove(&name);
+        self.paused.remove(&name);
         self.record(name, format!("close {closed:?} {:?}", String::from_utf8_lossy(unconsumed)), io);
     }
 }

@@ -116,10 +116,8 @@ fn plan() -> impl Strategy<Value = Plan> {
     ]
 }
 
-/// A command that calls another connection back, more often last in its step:
-/// the protocol carries out one for a paused connection only as the last line of
-/// its call (see `Scripted::known_divergence`), and a wake or a resume is what ends
-/// a pause with nothing written.
+/// A command that calls another connection back, now and then added last to a
+/// step: a wake or a resume is what ends a pause with nothing written.
 fn reaching() -> impl Strategy<Value = Command> {
     prop_oneof![
         any_name().prop_map(Command::Wake),
