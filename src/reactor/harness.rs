@@ -466,11 +466,15 @@ impl<P: Protocol> Harness<P> {
         self.settle();
     }
 
-    /// Does what the loop would do before its next wait: serves the connections
-    /// whose turn was cut short, until none is.
+    /// Does what the loop's turns would do until they wait: each turn serves again
+    /// the connections whose turn was cut short, then fires the timers due.
     fn settle(&mut self) {
-        while self.driver.has_work() {
+        loop {
             self.driver.serve_again();
+            self.driver.fire_timers();
+            if !self.driver.has_work() {
+                return;
+            }
         }
     }
 }

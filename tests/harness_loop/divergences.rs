@@ -227,9 +227,6 @@ fn what_is_held_when_the_input_ends_stays_unconsumed() {
 // connects only once its call returns.
 
 #[test]
-#[ignore = "divergence: a timer due fires in the loop between the second and third rounds of \
-            a connection served again (Reactor::turn: a round, then the timers due); the \
-            harness does every round, then fires it"]
 fn a_timer_due_fires_between_the_rounds_of_a_connection_served_again() {
     let script = [
         send(ACCEPTED, &[Command::Open('b')]),

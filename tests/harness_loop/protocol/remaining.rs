@@ -7,10 +7,11 @@
 //! is to be handed in (a pause that ends once its output is sent, input read while
 //! it was paused, the end of its stream), the driver does what was asked first and
 //! serves the connection again in a later round (`Needs::Again`). The loop does one
-//! such round a turn, then fires the timers due, and takes the next turn's events
-//! (a connect's completion) before the next round. The harness does every round
-//! before it returns: a timer due, or a connect the test establishes, comes after
-//! all of them. The two part when the rounds run past the first, which only a call
+//! such round a turn, then fires the timers due (as the harness does too), and takes
+//! the next turn's events (a connect's completion) before the next round. The
+//! harness's test establishes a connect only once the harness's call returns, after
+//! every round, and what follows from the connect (its `on_open`, a timer it arms)
+//! then comes after them too. The two part when the rounds run past the first, which only a call
 //! of the first round can make them do: one that goes on after a pause (its turn
 //! came once the call before it asked something) and asks something again, with
 //! more of its input behind it. A call that goes on after a pause and asks nothing
