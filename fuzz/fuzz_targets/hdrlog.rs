@@ -16,7 +16,8 @@ use libfuzzer_sys::fuzz_target;
 // The bench code is in the binary crate, not the library: its report module (the
 // reader and what it reads into) and the merge are taken as they are. The merge
 // finds the reader as `super::report`, this crate's root.
-#[allow(dead_code)]
+// What the binary re-exports for its other modules goes unused here.
+#[allow(dead_code, unused_imports)]
 #[path = "../../percore-bin/src/bench/report/mod.rs"]
 mod report;
 
