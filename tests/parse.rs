@@ -16,6 +16,25 @@ fn error(buf: &[u8]) -> Error {
     }
 }
 
+#[test]
+fn header_fields_come_in_order_as_sent_without_white_space_around_values() {
+    let buf = b"\r\nGET / HTTP/1.1\r\nHost: a\r\nX-Forwarded-For:\t10.0.0.1 \r\nx-forwarded-for: 10.0.0.2\nEmpty:\r\n\r\nbody";
+    let request = complete(&buf[..buf.len() - 4]);
+    let headers: Vec<_> = request.headers().collect();
+    let expected: [(&[u8], &[u8]); 4] = [
+        (b"Host", b"a"),
+        (b"X-Forwarded-For", b"10.0.0.1"),
+        (b"x-forwarded-for", b"10.0.0.2"),
+        (b"Empty", b""),
+    ];
+    assert_eq!(headers, expected);
+    // The head without the empty line allowed before it, to its own empty line.
+    assert_eq!(request.as_bytes(), &buf[2..buf.len() - 4]);
+    assert_eq!(request.head_len, buf.len() - 4);
+    let bare = complete(b"GET / HTTP/1.0\r\n\r\n");
+    assert_eq!(bare.headers().count(), 0);
+}
+
 /// One line per valid request: the bytes, then what the parse must report.
 macro_rules! valid {
     ($($name:ident: $buf:expr => $method:ident $target:literal $version:ident keep=$keep:literal len=$len:literal host=$host:expr;)*) => {
@@ -40,6 +59,14 @@ valid! {
     get_11: b"GET / HTTP/1.1\r\nHost: a\r\n\r\n" => Get "/" Http11 keep=true len=0 host=Some("a");
     head_11: b"HEAD /x?y=1 HTTP/1.1\r\nHost: a\r\n\r\n" => Head "/x?y=1" Http11 keep=true len=0 host=Some("a");
     other_method: b"PURGE /p HTTP/1.1\r\nHost: a\r\n\r\n" => Other "/p" Http11 keep=true len=0 host=Some("a");
+    post: b"POST /f HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\n" => Post "/f" Http11 keep=true len=3 host=Some("a");
+    put: b"PUT /f HTTP/1.1\r\nHost: a\r\n\r\n" => Put "/f" Http11 keep=true len=0 host=Some("a");
+    delete: b"DELETE /f HTTP/1.1\r\nHost: a\r\n\r\n" => Delete "/f" Http11 keep=true len=0 host=Some("a");
+    connect: b"CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n" => Connect "a:443" Http11 keep=true len=0 host=Some("a:443");
+    options: b"OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n" => Options "*" Http11 keep=true len=0 host=Some("a");
+    trace: b"TRACE / HTTP/1.1\r\nHost: a\r\n\r\n" => Trace "/" Http11 keep=true len=0 host=Some("a");
+    patch: b"PATCH /f HTTP/1.1\r\nHost: a\r\n\r\n" => Patch "/f" Http11 keep=true len=0 host=Some("a");
+    lowercase_post_is_another_method: b"post / HTTP/1.1\r\nHost: a\r\n\r\n" => Other "/" Http11 keep=true len=0 host=Some("a");
     lowercase_method_is_a_token: b"get / HTTP/1.1\r\nHost: a\r\n\r\n" => Other "/" Http11 keep=true len=0 host=Some("a");
     close_11: b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n" => Get "/" Http11 keep=false len=0 host=Some("a");
     close_in_a_list: b"GET / HTTP/1.1\r\nHost: a\r\nconnection: Upgrade, CLOSE\r\n\r\n" => Get "/" Http11 keep=false len=0 host=Some("a");

@@ -1,13 +1,14 @@
 //! The request parse and the hello protocol on arbitrary bytes, against two oracles:
 //! the resumable parse, fed the input in pieces, says at every piece what a fresh
 //! parse of the same bytes says; and `Hello`, given the input in two reads cut
-//! anywhere, answers exactly as it does given it whole.
+//! anywhere, answers exactly as it does given it whole. A complete head's fields are
+//! tokens and trimmed values from its own bytes, its Host the one they name.
 #![no_main]
 
 use std::time::{Duration, UNIX_EPOCH};
 
 use libfuzzer_sys::fuzz_target;
-use percore::http::{parse, Hello, HelloConfig, Limits, Progress, Parsed};
+use percore::http::{is_token, parse, Hello, HelloConfig, Limits, Parsed, Progress, Request};
 use percore::reactor::Harness;
 
 fuzz_target!(|data: &[u8]| {
@@ -16,6 +17,9 @@ fuzz_target!(|data: &[u8]| {
     let limits = if choice & 1 == 1 { Limits { request_line: 64, head: 256 } } else { Limits::default() };
     let cut = usize::from(choice >> 1) * input.len() / 127;
     resumable_agrees_with_fresh(input, &[cut, cut + (input.len() - cut) / 2, input.len()], &limits);
+    if let Ok(Parsed::Complete(request)) = parse(input, &limits) {
+        fields_are_the_heads(input, &request);
+    }
     let config = HelloConfig { limits, ..HelloConfig::default() };
     let whole = serve(&config, &[input]);
     let split = serve(&config, &[&input[..cut], &input[cut..]]);
@@ -33,6 +37,19 @@ fn resumable_agrees_with_fresh(input: &[u8], ends: &[usize], limits: &Limits) {
             return;
         }
     }
+}
+
+/// The head a parse found ends where it says, and its fields are read from it.
+fn fields_are_the_heads(input: &[u8], request: &Request<'_>) {
+    let head = request.as_bytes();
+    assert_eq!(&input[request.head_len - head.len()..request.head_len], head);
+    for (name, value) in request.headers() {
+        assert!(is_token(name), "{name:?}");
+        let ows = |b: Option<&u8>| matches!(b, Some(b' ' | b'\t'));
+        assert!(!ows(value.first()) && !ows(value.last()), "{value:?}");
+    }
+    let host = request.headers().find(|(name, _)| name.eq_ignore_ascii_case(b"host"));
+    assert_eq!(request.host, host.map(|(_, value)| value));
 }
 
 /// Every byte `Hello` writes given `reads` as a connection's reads, handed in as the

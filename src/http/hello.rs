@@ -271,7 +271,11 @@ impl Protocol for Hello {
             let received_all = (at as u64).saturating_add(conn.body_left) >= input.len() as u64;
             let keep_alive = request.keep_alive && !(self.draining && received_all);
             let answer = Answer {
-                kind: if request.method == Method::Other { Kind::NotAllowed } else { Kind::Ok },
+                kind: if matches!(request.method, Method::Get | Method::Head) {
+                    Kind::Ok
+                } else {
+                    Kind::NotAllowed
+                },
                 version: request.version,
                 persists: if keep_alive { Persist::KeepAlive } else { Persist::Close },
                 head_only: request.method == Method::Head,

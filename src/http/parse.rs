@@ -26,14 +26,30 @@ pub enum Parsed<T> {
     Partial,
 }
 
-/// The request method, as far as percore cares: a response to `HEAD` has no body,
-/// both when the server answers it and when the load generator frames the answer.
+/// The request method: the standard ones (RFC 9110, 9.3; `PATCH`, RFC 5789) by name,
+/// matched case-sensitively as the RFC says, any other token as `Other` (its bytes
+/// begin the request's [head](Request::as_bytes)). A response to `HEAD` has no body,
+/// both when the server answers it and when a client frames the answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Method {
     /// `GET`
     Get,
     /// `HEAD`: the same head as `GET`, no body.
     Head,
+    /// `POST`
+    Post,
+    /// `PUT`
+    Put,
+    /// `DELETE`
+    Delete,
+    /// `CONNECT`
+    Connect,
+    /// `OPTIONS`
+    Options,
+    /// `TRACE`
+    Trace,
+    /// `PATCH`
+    Patch,
     /// Any other valid method token.
     Other,
 }
@@ -49,7 +65,19 @@ pub enum Version {
     Http11,
 }
 
-/// A parsed request head, borrowing from the buffer.
+/// A parsed request head, borrowing from the buffer: what percore's own servers
+/// need, read once, and the whole head for the rest ([`headers`](Request::headers),
+/// [`as_bytes`](Request::as_bytes)).
+///
+/// ```
+/// use percore::http::{parse, Limits, Method, Parsed};
+/// let input = b"POST /form HTTP/1.1\r\nHost: a\r\nX-Id:  7 \r\nContent-Length: 2\r\n\r\nhi";
+/// let Ok(Parsed::Complete(request)) = parse(input, &Limits::default()) else { panic!() };
+/// assert_eq!((request.method, request.content_length), (Method::Post, 2));
+/// let headers: Vec<_> = request.headers().collect();
+/// assert_eq!(headers, [(&b"Host"[..], &b"a"[..]), (b"X-Id", b"7"), (b"Content-Length", b"2")]);
+/// assert_eq!(request.as_bytes(), &input[..input.len() - 2]);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Request<'a> {
     /// The method.
@@ -68,8 +96,25 @@ pub struct Request<'a> {
     pub chunked: bool,
     /// The `Host` value, if sent.
     pub host: Option<&'a [u8]>,
-    /// Bytes of the head, up to and including the empty line.
+    /// Bytes of the head, up to and including the empty line (and the one empty
+    /// line allowed before the request line).
     pub head_len: usize,
+    /// The head from its request line to its empty line included.
+    head: &'a [u8],
+}
+
+impl<'a> Request<'a> {
+    /// The header fields in the order they came, each as its name (as sent: compare
+    /// it with `eq_ignore_ascii_case`) and its value without the white space around
+    /// it, as bytes of the head; no allocation. Every line was checked by the parse.
+    pub fn headers(&self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + Clone + 'a {
+        field_lines(next_line(self.head).1).map_while(Result::ok)
+    }
+
+    /// The head as it arrived, from the request line to the empty line included.
+    pub fn as_bytes(&self) -> &'a [u8] {
+        self.head
+    }
 }
 
 /// Why a request head was refused. Each maps to one response status.
@@ -271,6 +316,7 @@ fn parse_head<'a>(head: &'a [u8], limits: &Limits, head_len: usize) -> Result<Re
         chunked: fields.chunked,
         host: fields.host,
         head_len,
+        head,
     })
 }
 
@@ -288,6 +334,13 @@ fn parse_request_line(line: &[u8]) -> Result<(Method, &[u8], Version), Error> {
     let method = match method {
         b"GET" => Method::Get,
         b"HEAD" => Method::Head,
+        b"POST" => Method::Post,
+        b"PUT" => Method::Put,
+        b"DELETE" => Method::Delete,
+        b"CONNECT" => Method::Connect,
+        b"OPTIONS" => Method::Options,
+        b"TRACE" => Method::Trace,
+        b"PATCH" => Method::Patch,
         _ => Method::Other,
     };
     Ok((method, target, version))
