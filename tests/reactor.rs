@@ -768,3 +768,60 @@ fn a_close_in_input_held_over_a_pause_lingers_for_what_the_peer_sent_meanwhile()
     held.read_to_end(&mut rest).expect("the goodbye, then the end of stream, not a reset");
     assert_eq!(rest, b"bye\n");
 }
+
+/// Records each connection's addresses as `on_open` and `on_data` see them, and
+/// opens a connection to `to` when a peer sends `connect`.
+#[derive(Default)]
+struct Addressed {
+    to: Option<SocketAddr>,
+    /// (connection, where it was seen, peer, local), in the order seen.
+    seen: Vec<(ConnId, &'static str, SocketAddr, SocketAddr)>,
+}
+
+impl Addressed {
+    fn see(&mut self, io: &Io<'_>, at: &'static str) {
+        let peer = io.peer_addr().expect("the peer's address");
+        let local = io.local_addr().expect("the local address");
+        self.seen.push((io.id(), at, peer, local));
+    }
+}
+
+impl Protocol for Addressed {
+    type Conn = ();
+
+    fn on_open(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
+        self.see(io, "open");
+        Flow::Continue
+    }
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+        self.see(io, "data");
+        if input == b"connect" {
+            io.connect(self.to.expect("an address to connect to"));
+        }
+        Verdict::keep(input.len())
+    }
+}
+
+#[test]
+fn a_connection_knows_its_peers_and_its_own_address_from_on_open_on() {
+    let (mut reactor, addr) = reactor(Addressed::default(), Opening::ServerSpeaksFirst, Config::default());
+    reactor.protocol_mut().to = Some(addr);
+    let mut client = connect(addr);
+    client.write_all(b"hello").expect("sending");
+    turn_until(&mut reactor, "the connection opened and read", |r| r.protocol().seen.len() == 2);
+    let client_addr = client.local_addr().expect("the client's address");
+    let seen = &reactor.protocol().seen;
+    assert_eq!((seen[0].1, seen[0].2, seen[0].3), ("open", client_addr, addr), "from the accept");
+    assert_eq!((seen[1].1, seen[1].2, seen[1].3), ("data", client_addr, addr), "from the socket");
+
+    // A connection the loop opens: its peer is where it went, its own address the
+    // one the listener's side sees as its peer.
+    client.write_all(b"connect").expect("sending");
+    turn_until(&mut reactor, "the connection made, accepted and opened", |r| r.protocol().seen.len() == 5);
+    let seen = &reactor.protocol().seen[3..];
+    let made = seen.iter().find(|s| s.2 == addr).expect("the made connection's on_open");
+    let accepted = seen.iter().find(|s| s.2 != addr).expect("the accepted one's on_open");
+    assert_eq!((made.1, accepted.1), ("open", "open"));
+    assert_eq!((made.3, accepted.3), (accepted.2, addr), "one connection, seen from each end");
+}

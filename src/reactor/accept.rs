@@ -3,7 +3,7 @@
 //! look at its queue again without a new edge.
 
 use std::fs::File;
-use std::net::TcpListener;
+use std::net::{SocketAddr, TcpListener};
 use std::os::fd::{AsFd, OwnedFd};
 
 use crate::sys::{self, AcceptError, Epoll};
@@ -24,7 +24,8 @@ enum Retry {
 /// What one accept gave.
 #[derive(Debug)]
 pub(crate) enum Accepted {
-    Connection(OwnedFd),
+    /// A connection, and its peer's address as the accept said it.
+    Connection(OwnedFd, Option<SocketAddr>),
     /// None taken, but the queue goes on: the head connection failed before it was
     /// taken, or was refused for want of descriptors.
     Nothing,
@@ -64,7 +65,7 @@ impl Acceptor {
             return Accepted::Later;
         }
         match sys::accept(listener.as_fd()) {
-            Ok(fd) => Accepted::Connection(fd),
+            Ok((fd, peer)) => Accepted::Connection(fd, peer),
             Err(e) => match AcceptError::of(&e) {
                 AcceptError::Empty => Accepted::Empty,
                 // That connection failed before we took it; the next one is there.

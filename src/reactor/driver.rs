@@ -8,7 +8,7 @@ use std::io;
 use std::net::SocketAddr;
 
 use super::blocked::Blocked;
-use super::io::ConnId;
+use super::io::{ConnId, Ends, NotConnected};
 use super::machine::{Connection, Edge, Machine};
 use super::orders::{Batch, Order};
 use super::protocol::{Closed, Flow, Protocol, Verdict};
@@ -119,10 +119,11 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
         token
     }
 
-    /// Calls `on_open` for an established connection, then serves it.
-    pub(crate) fn open(&mut self, token: Token) -> Option<Flow> {
+    /// Calls `on_open` for an established connection, then serves it; `peer`: its
+    /// peer's address, if its wire's opening said it.
+    pub(crate) fn open(&mut self, token: Token, peer: Option<SocketAddr>) -> Option<Flow> {
         let slot = self.slots.get_mut(token)?;
-        let flow = self.machine.open(&mut slot.conn, token);
+        let flow = self.machine.open(&mut slot.conn, token, Ends { wire: &slot.wire, peer });
         self.serve(token);
         flow
     }
@@ -176,7 +177,7 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
     /// A connection being opened is established: `on_open`, and what waited is sent.
     pub(crate) fn established(&mut self, token: Token) -> Option<Flow> {
         let slot = self.slots.get_mut(token)?;
-        let flow = self.machine.established(&mut slot.conn, token);
+        let flow = self.machine.established(&mut slot.conn, token, Ends::of(&slot.wire));
         self.serve(token);
         flow
     }
@@ -192,7 +193,7 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
     /// Calls `on_timer` for connection `token` (if open), then serves it.
     pub(crate) fn timer(&mut self, token: Token) -> Option<Flow> {
         let slot = self.slots.get_mut(token)?;
-        let flow = self.machine.timer(&mut slot.conn, token);
+        let flow = self.machine.timer(&mut slot.conn, token, Ends::of(&slot.wire));
         self.serve(token);
         flow
     }
@@ -206,7 +207,7 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
 
     fn wake_only(&mut self, token: Token) -> Option<Flow> {
         let slot = self.slots.get_mut(token)?;
-        let flow = self.machine.wake(&mut slot.conn, token);
+        let flow = self.machine.wake(&mut slot.conn, token, Ends::of(&slot.wire));
         if flow.is_some() {
             self.serve_only(token);
         }
@@ -217,7 +218,7 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
     /// looks at one call), then serves it.
     pub(crate) fn data(&mut self, token: Token, input: &[u8]) -> Option<Verdict> {
         let slot = self.slots.get_mut(token)?;
-        let verdict = self.machine.data(&mut slot.conn, token, input);
+        let verdict = self.machine.data(&mut slot.conn, token, Ends::of(&slot.wire), input);
         self.serve(token);
         Some(verdict)
     }
@@ -309,7 +310,7 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
         let conn = &mut source.conn;
         match source.wire.fill(&splice.pipe, PIPE_CHUNK) {
             Ok(0) => {
-                self.machine.input_ended(conn, token);
+                self.machine.input_ended(conn, token, Ends::of(&source.wire));
             }
             Ok(n) => {
                 splice.in_pipe = n;
@@ -393,7 +394,12 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
         if let Err(e) = self.place_connecting(token, addr) {
             self.machine.io.orders.ids.give_back(token);
             self.failed += 1;
-            self.machine.closed(Connection::connecting(), token, Closed::ConnectFailed(e.kind()));
+            self.machine.closed(
+                Connection::connecting(),
+                token,
+                Ends::of(&NotConnected),
+                Closed::ConnectFailed(e.kind()),
+            );
         }
     }
 
@@ -445,7 +451,7 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
                 self.machine.unsplice(&mut source.conn);
             }
         }
-        let closed = self.machine.closed(slot.conn, token, closed);
+        let closed = self.machine.closed(slot.conn, token, Ends::of(&slot.wire), closed);
         if matches!(closed, Closed::ReadFailed(_) | Closed::WriteFailed(_) | Closed::ConnectFailed(_)) {
             self.failed += 1;
         }

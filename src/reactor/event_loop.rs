@@ -5,7 +5,7 @@
 //! connections to serve again, the timers, the graceful stop and the deadlines.
 
 use std::io as stdio;
-use std::net::TcpListener;
+use std::net::{SocketAddr, TcpListener};
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -292,9 +292,9 @@ impl<P: Protocol> Reactor<P> {
         for _ in 0..ACCEPTS_PER_WAKE {
             let room = self.driver.len() < self.max_connections;
             match self.acceptor.accept(room) {
-                Accepted::Connection(fd) => {
+                Accepted::Connection(fd, peer) => {
                     self.accepted += 1;
-                    self.open_accepted(Socket::accepted(fd));
+                    self.open_accepted(Socket::accepted(fd), peer);
                 }
                 Accepted::Nothing => {}
                 Accepted::Empty => return true,
@@ -311,11 +311,12 @@ impl<P: Protocol> Reactor<P> {
     /// registers it, unless it is already closed: a new connection per request then
     /// costs accept, recv, send and close, and no `epoll_ctl`. Registering after the
     /// read loses no edge: `EPOLL_CTL_ADD` reports the readiness the socket has then.
-    fn open_accepted(&mut self, socket: Socket) {
+    /// `on_open` hears of the peer's address from the accept (`peer`), at no cost.
+    fn open_accepted(&mut self, socket: Socket, peer: Option<SocketAddr>) {
         let token = self.driver.adopt(socket);
         let edge = Edge { readable: true, writable: true, read_closed: false };
         self.driver.with_slot(token, |machine, slot| machine.ready(&mut slot.conn, edge));
-        self.driver.open(token);
+        self.driver.open(token, peer);
         self.driver.register(token);
     }
 

@@ -60,7 +60,12 @@ fn peer_edge(reads: PeerReads) -> Edge {
 ///   per 64 KiB), when it reads: not while it is paused, being opened, or closing;
 /// - a close that lingers ends at once: the test, as a peer, closes when it reads
 ///   the end of the stream;
-/// - splices move nothing: the input keeps reaching `on_data`.
+/// - splices move nothing: the input keeps reaching `on_data`;
+/// - addresses ([`Io::peer_addr`](super::io::Io::peer_addr),
+///   [`Io::local_addr`](super::io::Io::local_addr)) are on loopback: the test's end
+///   of each connection is `127.0.0.1` with a port counted from 49152 in the order
+///   the connections were made; an accepted one's local end is `127.0.0.1:8080`, a
+///   made one's peer the address it was opened to (none until it is established).
 ///
 /// [`data`](Harness::data) is one `on_data` call with exactly the input given, for a
 /// test that looks at one call: what the connection holds is left alone, and what
@@ -159,7 +164,7 @@ impl<P: Protocol> Harness<P> {
     pub fn open(&mut self) -> Flow {
         assert!(!self.own_opened, "Harness::open: the connection was opened already");
         self.own_opened = true;
-        let flow = self.driver.open(self.own);
+        let flow = self.driver.open(self.own, None);
         self.settle();
         flow.expect("Harness::open: the harness's connection is closed")
     }

@@ -1,6 +1,7 @@
 //! [`Io`]: what a protocol's callback may do on its connection.
 
 use std::fs::File;
+use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -64,12 +65,51 @@ impl ConnId {
 #[derive(Debug)]
 pub struct Io<'a> {
     id: ConnId,
+    ends: Ends<'a>,
     now: Instant,
     output: &'a mut Output,
     /// Bytes the connection had queued, unsent, before this call.
     queued: usize,
     timers: &'a mut Timers,
     orders: &'a mut Orders,
+}
+
+/// Where a connection's two ends are, as its wire (a socket, or the harness's
+/// vectors) answers when asked.
+pub(crate) trait Addresses: std::fmt::Debug {
+    /// This end's address.
+    fn local_addr(&self) -> io::Result<SocketAddr>;
+    /// The far end's address.
+    fn peer_addr(&self) -> io::Result<SocketAddr>;
+}
+
+/// A call's connection's ends: its wire, and the peer's address if the wire's
+/// opening already said it (an accept does), so that asking costs nothing.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ends<'a> {
+    pub(crate) wire: &'a dyn Addresses,
+    pub(crate) peer: Option<SocketAddr>,
+}
+
+impl<'a> Ends<'a> {
+    /// The ends of a connection on `wire`.
+    pub(crate) fn of(wire: &'a dyn Addresses) -> Ends<'a> {
+        Ends { wire, peer: None }
+    }
+}
+
+/// The ends of a connection that has no wire (its connect failed at once).
+#[derive(Debug)]
+pub(crate) struct NotConnected;
+
+impl Addresses for NotConnected {
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        Err(io::ErrorKind::NotConnected.into())
+    }
+
+    fn peer_addr(&self) -> io::Result<SocketAddr> {
+        Err(io::ErrorKind::NotConnected.into())
+    }
 }
 
 /// What every callback's [`Io`] borrows from the loop (or the harness): the one
@@ -95,13 +135,19 @@ impl IoState {
         }
     }
 
-    /// An [`Io`] for a callback on connection `token`, which has `queued` bytes
-    /// unsent, at `now`; the output starts empty.
-    pub(crate) fn for_call(&mut self, token: Token, now: Instant, queued: usize) -> Io<'_> {
+    /// An [`Io`] for a callback on connection `token`, whose ends are `ends` and
+    /// which has `queued` bytes unsent, at `now`; the output starts empty.
+    pub(crate) fn for_call<'a>(
+        &'a mut self,
+        token: Token,
+        ends: Ends<'a>,
+        now: Instant,
+        queued: usize,
+    ) -> Io<'a> {
         debug_assert!(self.output_of.is_none(), "a call's output was neither sent nor queued");
         self.output.clear();
         let (output, timers, orders) = (&mut self.output, &mut self.timers, &mut self.orders);
-        Io { id: ConnId::of(token), now, output, queued, timers, orders }
+        Io { id: ConnId::of(token), ends, now, output, queued, timers, orders }
     }
 }
 
@@ -109,6 +155,26 @@ impl<'a> Io<'a> {
     /// This connection.
     pub fn id(&self) -> ConnId {
         self.id
+    }
+
+    /// The address of the connection's peer: for a connection accepted, the client;
+    /// for one opened ([`connect`](Io::connect)), the server. In `on_open` of an
+    /// accepted connection it is what the accept said, at no cost; elsewhere it is a
+    /// system call (getpeername(2)), so a protocol that needs it for every request
+    /// (`X-Forwarded-For`) keeps it in its [`Conn`](super::Protocol::Conn) from
+    /// `on_open`. An error if the connection is not established, or was reset.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        match self.ends.peer {
+            Some(peer) => Ok(peer),
+            None => self.ends.wire.peer_addr(),
+        }
+    }
+
+    /// The address of this end of the connection: for a connection accepted on a
+    /// listener bound to every address, the one the client reached. A system call
+    /// (getsockname(2)) each time: keep it if it is needed again.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.ends.wire.local_addr()
     }
 
     /// The loop's time, read once per turn of the loop (after it waited).

@@ -4,6 +4,7 @@
 
 use std::io;
 
+use super::io::Ends;
 use super::machine::{Connection, Machine, Step};
 use super::protocol::{Closed, Protocol};
 use super::slab::Token;
@@ -60,16 +61,16 @@ pub(crate) fn steps<P: Protocol, W: Wire>(
                 *reads += 1;
                 match wire.recv(buffer) {
                     Ok(0) => {
-                        machine.input_ended(conn, token);
+                        machine.input_ended(conn, token, Ends::of(wire));
                     }
-                    Ok(n) => machine.received(conn, token, &buffer[..n], n == buffer.len()),
+                    Ok(n) => machine.received(conn, token, Ends::of(wire), &buffer[..n], n == buffer.len()),
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => machine.nothing_to_read(conn),
                     Err(e) => machine.read_failed(conn, e.kind()),
                 }
             }
             Step::HandHeld => {
                 *reads += 1;
-                machine.hand_held(conn, token);
+                machine.hand_held(conn, token, Ends::of(wire));
             }
             Step::Discard => {
                 *reads += 1;

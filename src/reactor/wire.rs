@@ -8,6 +8,7 @@ use std::os::fd::{AsFd, OwnedFd};
 
 use socket2::{Domain, SockRef, Socket as RawSocket, Type};
 
+use super::io::Addresses;
 use super::output::{self, Output, SendQueue};
 use super::protocol::Closed;
 use super::slab::Token;
@@ -16,7 +17,7 @@ use crate::sys::{self, Epoll, Pipe};
 /// A connection's bytes in and out. Reads and sends take what they can and never
 /// wait: `WouldBlock` (or a send of fewer bytes than offered) means "not now", and
 /// the wire's next edge says when to try again.
-pub(crate) trait Wire: Sized {
+pub(crate) trait Wire: Sized + Addresses {
     /// Where a driver registers its wires to hear of their edges.
     type Registry: std::fmt::Debug;
 
@@ -82,6 +83,21 @@ impl Socket {
     pub(crate) fn accepted(fd: OwnedFd) -> Socket {
         Socket(fd)
     }
+}
+
+impl Addresses for Socket {
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        inet(SockRef::from(&self.0).local_addr()?)
+    }
+
+    fn peer_addr(&self) -> io::Result<SocketAddr> {
+        inet(SockRef::from(&self.0).peer_addr()?)
+    }
+}
+
+/// An IP socket's address (the loop's sockets are all TCP).
+fn inet(addr: socket2::SockAddr) -> io::Result<SocketAddr> {
+    addr.as_socket().ok_or_else(|| io::Error::new(io::ErrorKind::Unsupported, "not an IP address"))
 }
 
 impl Wire for Socket {

@@ -6,6 +6,7 @@
 //! call only uses is a [`BorrowedFd`], open for as long as the borrow lasts.
 
 use std::io::{self, IoSlice};
+use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -193,15 +194,22 @@ impl Epoll {
 static PWAIT2_MISSING: AtomicBool = AtomicBool::new(false);
 
 /// Accepts one connection from a non-blocking listener, itself non-blocking and
-/// close-on-exec. `WouldBlock` means the queue is drained.
-pub fn accept(listener: BorrowedFd<'_>) -> io::Result<OwnedFd> {
-    let (flags, no_addr, no_len) =
-        (libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, std::ptr::null_mut(), std::ptr::null_mut());
-    // SAFETY: the listener is borrowed, so open; null address pointers ask the kernel
-    // not to report the peer address, so it writes no memory of ours.
-    let fd = restarting(|| unsafe { syscall!(accept4(listener.as_raw_fd(), no_addr, no_len, flags)) })?;
+/// close-on-exec, with its peer's address as the accept reports it (`None` if it is
+/// not an IP address). `WouldBlock` means the queue is empty.
+pub fn accept(listener: BorrowedFd<'_>) -> io::Result<(OwnedFd, Option<SocketAddr>)> {
+    let flags = libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
+    // SAFETY: all zeroes is a valid sockaddr_storage (plain integers and bytes).
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    let addr = std::ptr::addr_of_mut!(storage).cast::<libc::sockaddr>();
+    // SAFETY: the listener is borrowed, so open; the kernel writes at most `len`
+    // bytes of address at `addr`, our storage of that size, and its length at `len`.
+    let fd = restarting(|| unsafe { syscall!(accept4(listener.as_raw_fd(), addr, &mut len, flags)) })?;
     // SAFETY: accept4 returned a new descriptor that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: the kernel initialised `len` bytes of the storage with an address.
+    let peer = unsafe { socket2::SockAddr::new(storage, len) }.as_socket();
+    Ok((fd, peer))
 }
 
 /// What a failed `accept4` means for the loop (accept(2), "Error handling").

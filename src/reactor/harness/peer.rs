@@ -2,15 +2,16 @@
 //! sends and reads are vectors.
 
 use std::io;
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
 
+use crate::reactor::io::Addresses;
 use crate::reactor::output::{Output, SendQueue};
 use crate::reactor::protocol::Closed;
 use crate::reactor::slab::Token;
 use crate::reactor::wire::Wire;
 
 /// One connection's wire, its far end the test.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Peer {
     /// Bytes the test sent that the connection has not read yet.
     pub(crate) unread: Vec<u8>,
@@ -27,7 +28,12 @@ pub(crate) struct Peer {
     pub(crate) connecting: Option<SocketAddr>,
     /// The order the connection was made in.
     pub(crate) serial: u64,
+    local: SocketAddr,
+    remote: SocketAddr,
 }
+
+/// The local address of the harness's accepted connections.
+pub(crate) const LISTENING: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 8080);
 
 /// When the test, as the peer of the harness's connections, reads their output.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -55,11 +61,41 @@ pub(crate) struct Record {
 }
 
 impl Record {
-    /// A new connection's wire, being opened to `to` if given.
+    /// A new connection's wire, being opened to `to` if given, else accepted. The
+    /// test's end of it is a loopback address whose port counts the connections
+    /// made, from 49152; an accepted one's local end is [`LISTENING`].
     pub(crate) fn peer(&mut self, connecting: Option<SocketAddr>) -> Peer {
         self.made += 1;
-        let reading = self.reads == PeerReads::AtOnce;
-        Peer { connecting, serial: self.made, reading, ..Peer::default() }
+        let test = SocketAddr::from((Ipv4Addr::LOCALHOST, 49151 + (self.made % 16384) as u16));
+        let (local, remote) = match connecting {
+            Some(to) => (test, to),
+            None => (LISTENING, test),
+        };
+        Peer {
+            unread: Vec::new(),
+            ended: false,
+            reading: self.reads == PeerReads::AtOnce,
+            taken: Vec::new(),
+            shut: false,
+            connecting,
+            serial: self.made,
+            local,
+            remote,
+        }
+    }
+}
+
+impl Addresses for Peer {
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        Ok(self.local)
+    }
+
+    /// As a socket's: a connection being opened has no peer yet.
+    fn peer_addr(&self) -> io::Result<SocketAddr> {
+        match self.connecting {
+            Some(_) => Err(io::ErrorKind::NotConnected.into()),
+            None => Ok(self.remote),
+        }
     }
 }
 

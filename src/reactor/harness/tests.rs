@@ -226,3 +226,42 @@ fn input_received_while_a_connection_is_opened_is_read_once_it_is_established() 
     harness.establish(backend);
     assert_eq!(inputs(&harness), [b"early"]);
 }
+
+/// Says its connection's addresses when it opens.
+struct SaysAddresses;
+
+impl Protocol for SaysAddresses {
+    type Conn = ();
+
+    fn on_open(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
+        let peer = io.peer_addr().map_or("none".to_string(), |a| a.to_string());
+        let local = io.local_addr().map_or("none".to_string(), |a| a.to_string());
+        io.write(format!("{peer} {local}").as_bytes());
+        Flow::Continue
+    }
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+        io.connect("10.0.0.1:80".parse().expect("an address"));
+        Verdict::keep(input.len())
+    }
+}
+
+#[test]
+fn the_harness_gives_its_connections_loopback_addresses_as_documented() {
+    let mut harness = Harness::new(SaysAddresses);
+    harness.open();
+    assert_eq!(
+        harness.take_output(),
+        b"127.0.0.1:49152 127.0.0.1:8080",
+        "accepted: the test's port, then 8080"
+    );
+    harness.data(b"x");
+    let [(made, to)] = harness.connecting()[..] else { panic!("one connection being made") };
+    assert_eq!(to, "10.0.0.1:80".parse().expect("an address"));
+    harness.establish(made);
+    assert_eq!(
+        harness.take_output_of(made),
+        b"10.0.0.1:80 127.0.0.1:49153",
+        "made: its peer, then the test's port"
+    );
+}

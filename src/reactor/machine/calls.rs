@@ -4,7 +4,7 @@ use std::io;
 
 use super::connection::{Connection, Life, Reading, Writing};
 use super::rules::{Machine, Stopping};
-use crate::reactor::io::Io;
+use crate::reactor::io::{Ends, Io};
 use crate::reactor::protocol::{Closed, Flow, Protocol, Verdict};
 use crate::reactor::slab::Token;
 
@@ -22,39 +22,60 @@ pub(super) enum Call {
 
 impl<P: Protocol> Machine<P> {
     /// Calls `on_open` on a connection accepted (or made), if it is open.
-    pub(crate) fn open(&mut self, conn: &mut Connection<P::Conn>, token: Token) -> Option<Flow> {
-        self.event(conn, token, |protocol, state, io| protocol.on_open(state, io))
+    pub(crate) fn open(
+        &mut self,
+        conn: &mut Connection<P::Conn>,
+        token: Token,
+        ends: Ends<'_>,
+    ) -> Option<Flow> {
+        self.event(conn, token, ends, |protocol, state, io| protocol.on_open(state, io))
     }
 
     /// A connection being opened is established: its queued output may go, and
     /// `on_open` is called, unless a close came first.
-    pub(crate) fn established(&mut self, conn: &mut Connection<P::Conn>, token: Token) -> Option<Flow> {
+    pub(crate) fn established(
+        &mut self,
+        conn: &mut Connection<P::Conn>,
+        token: Token,
+        ends: Ends<'_>,
+    ) -> Option<Flow> {
         if let Writing::Connecting { then_shut } = conn.writing {
             conn.writing = if then_shut { Writing::ShutRequested } else { Writing::Open };
         }
-        self.open(conn, token)
+        self.open(conn, token, ends)
     }
 
     /// Calls `on_timer`, if the connection is open.
-    pub(crate) fn timer(&mut self, conn: &mut Connection<P::Conn>, token: Token) -> Option<Flow> {
-        self.event(conn, token, |protocol, state, io| protocol.on_timer(state, io))
+    pub(crate) fn timer(
+        &mut self,
+        conn: &mut Connection<P::Conn>,
+        token: Token,
+        ends: Ends<'_>,
+    ) -> Option<Flow> {
+        self.event(conn, token, ends, |protocol, state, io| protocol.on_timer(state, io))
     }
 
     /// Calls `on_wake`, if the connection is open.
-    pub(crate) fn wake(&mut self, conn: &mut Connection<P::Conn>, token: Token) -> Option<Flow> {
-        self.event(conn, token, |protocol, state, io| protocol.on_wake(state, io))
+    pub(crate) fn wake(
+        &mut self,
+        conn: &mut Connection<P::Conn>,
+        token: Token,
+        ends: Ends<'_>,
+    ) -> Option<Flow> {
+        self.event(conn, token, ends, |protocol, state, io| protocol.on_wake(state, io))
     }
 
     fn event(
         &mut self,
         conn: &mut Connection<P::Conn>,
         token: Token,
+        ends: Ends<'_>,
         callback: impl FnOnce(&mut P, &mut P::Conn, &mut Io<'_>) -> Flow,
     ) -> Option<Flow> {
         if !conn.is_open() {
             return None;
         }
-        let mut io = self.io.for_call(token, self.now, conn.unsent());
+        let mut io = self.io.for_call(token, ends, self.now, conn.unsent());
         let flow = callback(&mut self.protocol, &mut conn.state, &mut io);
         self.answered(conn, token, flow, Call::Event);
         Some(flow)
@@ -62,8 +83,14 @@ impl<P: Protocol> Machine<P> {
 
     /// Calls `on_data` with exactly `input`, leaving what the connection holds
     /// alone: for a test that looks at one call.
-    pub(crate) fn data(&mut self, conn: &mut Connection<P::Conn>, token: Token, input: &[u8]) -> Verdict {
-        let mut io = self.io.for_call(token, self.now, conn.unsent());
+    pub(crate) fn data(
+        &mut self,
+        conn: &mut Connection<P::Conn>,
+        token: Token,
+        ends: Ends<'_>,
+        input: &[u8],
+    ) -> Verdict {
+        let mut io = self.io.for_call(token, ends, self.now, conn.unsent());
         let verdict = self.protocol.on_data(&mut conn.state, input, &mut io);
         let maybe_more = verdict.consumed < input.len();
         self.answered(conn, token, verdict.flow, Call::Data { maybe_more });
@@ -76,6 +103,7 @@ impl<P: Protocol> Machine<P> {
         &mut self,
         conn: &mut Connection<P::Conn>,
         token: Token,
+        ends: Ends<'_>,
         fresh: &[u8],
         maybe_more: bool,
     ) {
@@ -84,7 +112,7 @@ impl<P: Protocol> Machine<P> {
             conn.held.extend_from_slice(fresh);
         }
         let input: &[u8] = if from_held { &conn.held } else { fresh };
-        let mut io = self.io.for_call(token, self.now, conn.unsent());
+        let mut io = self.io.for_call(token, ends, self.now, conn.unsent());
         let verdict = self.protocol.on_data(&mut conn.state, input, &mut io);
         let consumed = verdict.consumed.min(input.len());
         let unconsumed = consumed < input.len();
@@ -105,19 +133,24 @@ impl<P: Protocol> Machine<P> {
     /// Ends a pause that is over: the protocol is handed the input it holds. The
     /// wire went unread meanwhile, and what came may not have said so yet (its edge
     /// later in the batch, or in the next): a close from this call lingers.
-    pub(crate) fn hand_held(&mut self, conn: &mut Connection<P::Conn>, token: Token) {
+    pub(crate) fn hand_held(&mut self, conn: &mut Connection<P::Conn>, token: Token, ends: Ends<'_>) {
         conn.reading = Reading::Open;
-        self.hand_in(conn, token, &[], true);
+        self.hand_in(conn, token, ends, &[], true);
     }
 
     /// The peer finished sending: what it sent last is kept (for `on_close`, a
     /// message delimited by the end of stream), and the protocol says whether the
     /// connection closes or stays open for writing.
-    pub(crate) fn input_ended(&mut self, conn: &mut Connection<P::Conn>, token: Token) -> Flow {
+    pub(crate) fn input_ended(
+        &mut self,
+        conn: &mut Connection<P::Conn>,
+        token: Token,
+        ends: Ends<'_>,
+    ) -> Flow {
         conn.ready.readable = false;
         conn.ready.read_closed = true;
         conn.reading = Reading::Ended;
-        let mut io = self.io.for_call(token, self.now, conn.unsent());
+        let mut io = self.io.for_call(token, ends, self.now, conn.unsent());
         let flow = self.protocol.on_input_end(&mut conn.state, &mut io);
         self.answered(conn, token, flow, Call::InputEnd);
         flow
@@ -185,7 +218,13 @@ impl<P: Protocol> Machine<P> {
     /// while it was being opened is a failed connect). What the call writes to it
     /// is dropped, and a timer it sets is cancelled; what it asks of other
     /// connections is done.
-    pub(crate) fn closed(&mut self, mut conn: Connection<P::Conn>, token: Token, closed: Closed) -> Closed {
+    pub(crate) fn closed(
+        &mut self,
+        mut conn: Connection<P::Conn>,
+        token: Token,
+        ends: Ends<'_>,
+        closed: Closed,
+    ) -> Closed {
         let closed = match closed {
             Closed::TimedOut if conn.is_connecting() => Closed::ConnectFailed(io::ErrorKind::TimedOut),
             closed => closed,
@@ -194,7 +233,7 @@ impl<P: Protocol> Machine<P> {
             // What it wrote last goes with it.
             self.io.output_of = None;
         }
-        let mut io = self.io.for_call(token, self.now, 0);
+        let mut io = self.io.for_call(token, ends, self.now, 0);
         self.protocol.on_close(&mut conn.state, closed, &conn.held, &mut io);
         self.io.output.clear();
         self.io.timers.cancel(token);

@@ -4,6 +4,7 @@ use std::io;
 
 use super::connection::{Connection, Life, Writing};
 use super::rules::{start_lingering, Edge, Machine};
+use crate::reactor::io::Ends;
 use crate::reactor::protocol::{Closed, Protocol};
 use crate::reactor::slab::Token;
 
@@ -25,13 +26,14 @@ impl<P: Protocol> Machine<P> {
         &mut self,
         conn: &mut Connection<P::Conn>,
         token: Token,
+        ends: Ends<'_>,
         fresh: &[u8],
         filled: bool,
     ) {
         // A short read drained the wire, unless the peer shut down: then only the
         // end of its stream says so.
         conn.ready.readable = filled || conn.ready.read_closed;
-        self.hand_in(conn, token, fresh, filled);
+        self.hand_in(conn, token, ends, fresh, filled);
         if conn.is_open() && conn.held.len() > self.limits.max_held_input {
             conn.life = Life::Over(Closed::Done);
         }

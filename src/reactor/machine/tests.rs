@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::rules::RESUME_BELOW;
 use super::*;
 use crate::reactor::config::{Config, DrainPolicy, OUTPUT_BUDGET};
-use crate::reactor::io::Io;
+use crate::reactor::io::{Ends, Io, NotConnected};
 use crate::reactor::protocol::{Closed, Flow, Protocol, Verdict};
 use crate::reactor::slab::Token;
 
@@ -43,6 +43,8 @@ impl Protocol for Script {
 }
 
 const TOKEN: Token = Token(7);
+/// The ends of the machine's connections here: no wire, no addresses.
+const ENDS: Ends<'static> = Ends { wire: &NotConnected, peer: None };
 
 /// A machine running `answers`, and an accepted connection ready both ways.
 fn machine(answers: &[(usize, Flow, &'static [u8])]) -> (Machine<Script>, Connection<()>) {
@@ -57,7 +59,7 @@ fn machine(answers: &[(usize, Flow, &'static [u8])]) -> (Machine<Script>, Connec
 fn a_read_is_answered_with_one_send_and_a_short_read_ends_the_reading() {
     let (mut machine, mut conn) = machine(&[(5, Flow::Continue, b"hello")]);
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Read);
-    machine.received(&mut conn, TOKEN, b"12345", false);
+    machine.received(&mut conn, TOKEN, ENDS, b"12345", false);
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Send);
     assert_eq!(machine.output().to_vec(), b"hello");
     machine.sent(&mut conn, Ok(5));
@@ -68,7 +70,7 @@ fn a_read_is_answered_with_one_send_and_a_short_read_ends_the_reading() {
 #[test]
 fn a_read_that_fills_the_buffer_is_followed_by_another() {
     let (mut machine, mut conn) = machine(&[]);
-    machine.received(&mut conn, TOKEN, b"full", true);
+    machine.received(&mut conn, TOKEN, ENDS, b"full", true);
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Read);
     machine.nothing_to_read(&mut conn);
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait);
@@ -77,7 +79,7 @@ fn a_read_that_fills_the_buffer_is_followed_by_another() {
 #[test]
 fn what_the_wire_does_not_take_is_queued_and_flushed_on_its_next_edge() {
     let (mut machine, mut conn) = machine(&[(1, Flow::Continue, b"abcdef")]);
-    machine.received(&mut conn, TOKEN, b"x", false);
+    machine.received(&mut conn, TOKEN, ENDS, b"x", false);
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Send);
     machine.sent(&mut conn, Ok(2));
     assert_eq!(conn.unsent(), 4);
@@ -95,7 +97,7 @@ fn what_the_wire_does_not_take_is_queued_and_flushed_on_its_next_edge() {
 #[test]
 fn a_pause_goes_on_with_the_held_input_once_its_output_is_sent() {
     let (mut machine, mut conn) = machine(&[(1, Flow::Pause, b"one"), (1, Flow::Continue, b"two")]);
-    machine.received(&mut conn, TOKEN, b"ab", true);
+    machine.received(&mut conn, TOKEN, ENDS, b"ab", true);
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Send);
     machine.sent(&mut conn, Ok(1));
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait, "paused: not read, output unsent");
@@ -105,7 +107,7 @@ fn a_pause_goes_on_with_the_held_input_once_its_output_is_sent() {
     machine.flushed(&mut conn, Ok(2));
     // Sent: called again with what it held, before anything more is read.
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::HandHeld);
-    machine.hand_held(&mut conn, TOKEN);
+    machine.hand_held(&mut conn, TOKEN, ENDS);
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Send);
     assert_eq!(machine.output().to_vec(), b"two");
     assert_eq!(machine.protocol.inputs, [b"ab".to_vec(), b"b".to_vec()]);
@@ -116,15 +118,15 @@ fn a_pause_goes_on_with_the_held_input_once_its_output_is_sent() {
 #[test]
 fn a_pause_with_nothing_written_waits_for_a_callback_that_writes() {
     let (mut machine, mut conn) = machine(&[(0, Flow::Pause, b"")]);
-    machine.received(&mut conn, TOKEN, b"held", false);
+    machine.received(&mut conn, TOKEN, ENDS, b"held", false);
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait);
     machine.ready(&mut conn, Edge { readable: true, writable: true, read_closed: false });
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait, "an edge does not end the pause");
-    assert_eq!(machine.timer(&mut conn, TOKEN), Some(Flow::Continue));
+    assert_eq!(machine.timer(&mut conn, TOKEN, ENDS), Some(Flow::Continue));
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Send, "the timer's output");
     machine.sent(&mut conn, Ok(5));
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::HandHeld, "resumed: the held input goes first");
-    machine.hand_held(&mut conn, TOKEN);
+    machine.hand_held(&mut conn, TOKEN, ENDS);
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Read);
     assert_eq!(machine.protocol.inputs, [b"held".to_vec(), b"held".to_vec()]);
 }
@@ -132,7 +134,7 @@ fn a_pause_with_nothing_written_waits_for_a_callback_that_writes() {
 #[test]
 fn a_close_with_input_after_it_sends_its_answer_then_lingers_until_the_peer_closes() {
     let (mut machine, mut conn) = machine(&[(2, Flow::Close, b"bye")]);
-    machine.received(&mut conn, TOKEN, b"q\nmore", false);
+    machine.received(&mut conn, TOKEN, ENDS, b"q\nmore", false);
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Send);
     machine.sent(&mut conn, Ok(3));
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Linger, "bytes after the close: it lingers");
@@ -145,7 +147,7 @@ fn a_close_with_input_after_it_sends_its_answer_then_lingers_until_the_peer_clos
     machine.ready(&mut conn, Edge { readable: true, ..Edge::default() });
     machine.discarded(&mut conn, Ok(0));
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Close(Closed::Done));
-    let closed = machine.closed(conn, TOKEN, Closed::Done);
+    let closed = machine.closed(conn, TOKEN, ENDS, Closed::Done);
     assert_eq!(closed, Closed::Done);
     assert_eq!(
         machine.protocol.closes,
@@ -157,7 +159,7 @@ fn a_close_with_input_after_it_sends_its_answer_then_lingers_until_the_peer_clos
 #[test]
 fn a_close_with_nothing_after_it_closes_once_its_output_is_sent() {
     let (mut machine, mut conn) = machine(&[(4, Flow::Close, b"bye")]);
-    machine.received(&mut conn, TOKEN, b"quit", false);
+    machine.received(&mut conn, TOKEN, ENDS, b"quit", false);
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Send);
     machine.sent(&mut conn, Ok(0));
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait, "held to the send timeout");
@@ -172,7 +174,7 @@ fn a_close_with_nothing_after_it_closes_once_its_output_is_sent() {
 fn a_graceful_stop_makes_every_close_linger_and_after_its_grace_closes_the_idle() {
     let (mut machine, mut conn) = machine(&[(4, Flow::Close, b"")]);
     machine.stop_begun();
-    machine.received(&mut conn, TOKEN, b"quit", false);
+    machine.received(&mut conn, TOKEN, ENDS, b"quit", false);
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Linger, "a close the client did not ask for");
     let (mut machine, mut idle) = self::machine(&[]);
     machine.stop_begun();
@@ -189,7 +191,7 @@ fn a_graceful_stop_makes_every_close_linger_and_after_its_grace_closes_the_idle(
 fn output_over_the_budget_stops_the_reading_until_it_drains() {
     let big: &'static [u8] = Box::leak(vec![b'x'; OUTPUT_BUDGET + 1].into_boxed_slice());
     let (mut machine, mut conn) = machine(&[(1, Flow::Continue, big)]);
-    machine.received(&mut conn, TOKEN, b"x", true);
+    machine.received(&mut conn, TOKEN, ENDS, b"x", true);
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Send);
     machine.sent(&mut conn, Ok(0));
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait, "input waits, though the read filled the buffer");
@@ -239,7 +241,7 @@ fn a_connection_being_opened_queues_its_output_until_established_then_opens() {
     machine.shutdown(&mut conn);
     machine.close_asked(&mut conn);
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait, "a close waits for the connect");
-    assert_eq!(machine.established(&mut conn, TOKEN), None, "closing: on_open is not called");
+    assert_eq!(machine.established(&mut conn, TOKEN, ENDS), None, "closing: on_open is not called");
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Flush, "what waited goes first");
 }
 
@@ -247,17 +249,17 @@ fn a_connection_being_opened_queues_its_output_until_established_then_opens() {
 fn input_held_beyond_the_limit_closes_the_connection() {
     let (mut machine, mut conn) = machine(&[(0, Flow::Continue, b"")]);
     let limit = Config::default().max_pending_input;
-    machine.received(&mut conn, TOKEN, &vec![b'z'; limit + 1], false);
+    machine.received(&mut conn, TOKEN, ENDS, &vec![b'z'; limit + 1], false);
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Close(Closed::Done));
 }
 
 #[test]
 fn the_end_of_input_keeps_what_is_held_for_on_close_and_closes_by_the_peer() {
     let (mut machine, mut conn) = machine(&[(0, Flow::Continue, b"")]);
-    machine.received(&mut conn, TOKEN, b"partial", false);
-    assert_eq!(machine.input_ended(&mut conn, TOKEN), Flow::Close);
+    machine.received(&mut conn, TOKEN, ENDS, b"partial", false);
+    assert_eq!(machine.input_ended(&mut conn, TOKEN, ENDS), Flow::Close);
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Close(Closed::ByPeer));
-    machine.closed(conn, TOKEN, Closed::ByPeer);
+    machine.closed(conn, TOKEN, ENDS, Closed::ByPeer);
     assert_eq!(machine.protocol.closes, [(Closed::ByPeer, b"partial".to_vec())]);
 }
 
@@ -272,7 +274,7 @@ fn a_shut_down_connection_reads_until_its_input_ends() {
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Read);
     machine.nothing_to_read(&mut conn);
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait, "half-closed: it still reads");
-    assert_eq!(machine.input_ended(&mut conn, TOKEN), Flow::Close, "the default closes");
+    assert_eq!(machine.input_ended(&mut conn, TOKEN, ENDS), Flow::Close, "the default closes");
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Close(Closed::ByPeer));
 }
 
@@ -286,7 +288,7 @@ fn the_deadline_follows_the_precedence_the_docs_give() {
     machine.set_time(machine.now(), 161);
     assert!(machine.expired(&conn), "idle for 60 s");
     machine.set_time(machine.now(), 200);
-    machine.received(&mut conn, TOKEN, b"GE", false);
+    machine.received(&mut conn, TOKEN, ENDS, b"GE", false);
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait);
     machine.set_time(machine.now(), 211);
     assert!(machine.expired(&conn), "a partial message for 10 s");
@@ -297,8 +299,8 @@ fn a_close_that_consumes_all_the_input_held_before_does_not_linger() {
     // A partial line held, then its end: the close consumes all of it, held and
     // fresh, and the wire was read short: nothing is left to read.
     let (mut machine, mut conn) = machine(&[(0, Flow::Continue, b""), (10, Flow::Close, b"bye")]);
-    machine.received(&mut conn, TOKEN, b"say a", false);
-    machine.received(&mut conn, TOKEN, b"\nquit", false);
+    machine.received(&mut conn, TOKEN, ENDS, b"say a", false);
+    machine.received(&mut conn, TOKEN, ENDS, b"\nquit", false);
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Send);
     machine.sent(&mut conn, Ok(3));
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Close(Closed::Done));
@@ -319,13 +321,13 @@ fn a_half_closed_connection_its_protocol_closes_ends_as_done_not_by_the_peer() {
         }
     }
     let mut half = Machine::new(StaysOpen, &Config::default(), machine.now());
-    assert_eq!(half.input_ended(&mut conn, TOKEN), Flow::Continue);
+    assert_eq!(half.input_ended(&mut conn, TOKEN, ENDS), Flow::Continue);
     assert_eq!(half.poll(&mut conn, TOKEN), Step::Wait, "open for writing");
     half.close_asked(&mut conn);
     assert_eq!(half.poll(&mut conn, TOKEN), Step::Close(Closed::Done), "the protocol's close");
     // Its own end of input, answered with a close, is the peer's.
     let (mut machine, mut conn) = self::machine(&[]);
-    assert_eq!(machine.input_ended(&mut conn, TOKEN), Flow::Close);
+    assert_eq!(machine.input_ended(&mut conn, TOKEN, ENDS), Flow::Close);
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Close(Closed::ByPeer));
 }
 
@@ -334,11 +336,11 @@ fn a_close_from_input_held_over_a_pause_lingers_whatever_the_edges_said() {
     // The wire went unread during the pause: what the peer sent meanwhile may not
     // have reached an edge yet, so the close reads before it goes.
     let (mut machine, mut conn) = machine(&[(1, Flow::Pause, b"x"), (4, Flow::Close, b"bye")]);
-    machine.received(&mut conn, TOKEN, b"hquit", false);
+    machine.received(&mut conn, TOKEN, ENDS, b"hquit", false);
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Send);
     machine.sent(&mut conn, Ok(1));
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::HandHeld);
-    machine.hand_held(&mut conn, TOKEN);
+    machine.hand_held(&mut conn, TOKEN, ENDS);
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Send);
     machine.sent(&mut conn, Ok(3));
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Linger);
