@@ -105,6 +105,22 @@ fn a_pair_of_connections_is_driven_both_ways() {
 }
 
 #[test]
+fn a_connection_another_closed_is_closing_while_its_output_waits() {
+    let mut harness = Harness::new(Pair::default());
+    let client = harness.id();
+    harness.open();
+    let (backend, _) = harness.connecting()[0];
+    harness.establish(backend);
+    harness.data_on(backend, b"answer");
+    harness.end_on(backend, Closed::ByPeer);
+    // The backend's close closed the client, which sends its answer first.
+    assert!(harness.is_closing(client), "closed by another, nothing more is read");
+    assert_eq!(harness.closed(client), None, "its output not taken yet");
+    assert_eq!(harness.take_output(), b"answer");
+    assert_eq!(harness.closed(client), Some(Closed::Done));
+}
+
+#[test]
 fn a_connection_that_cannot_be_opened_closes_its_partner() {
     let mut harness = Harness::new(Pair::default());
     harness.open();
