@@ -354,7 +354,9 @@ impl<'a> Io<'a> {
 
     /// Ends the pause of connection `id` ([`Verdict::pause`](super::Verdict::pause)):
     /// once its output is sent, its `on_data` is called again with the input it
-    /// holds, and it is read again.
+    /// holds, and it is read again. A connection not paused that holds input
+    /// unconsumed is handed it again the same way; see
+    /// [Pause and resume](super::Flow#pause-and-resume).
     pub fn resume(&mut self, id: ConnId) {
         self.orders.push(Order::Resume(id.token()));
     }

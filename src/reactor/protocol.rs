@@ -50,10 +50,16 @@ impl Verdict {
 /// pause ends; then `on_data` is called with the input it holds unconsumed (if any),
 /// before anything more is read. The pause ends:
 /// - once the output written by the call that paused is sent (taken by the peer);
-/// - if that call wrote nothing: once a later callback of the connection
-///   ([`on_timer`](Protocol::on_timer), [`on_wake`](Protocol::on_wake)) writes to
-///   it and that output is sent, or once any callback
-///   [resumes](Io::resume) it.
+/// - if that call wrote nothing: once output written to the connection later is
+///   sent, whoever wrote it (its own [`on_timer`](Protocol::on_timer) or
+///   [`on_wake`](Protocol::on_wake), or another connection's
+///   [`write_to`](Io::write_to): a backend's answer to a client that waited for
+///   it), or once any callback [resumes](Io::resume) it.
+///
+/// [`resume`](Io::resume) also serves a connection that did not pause but holds
+/// input unconsumed (its `on_data` kept it, waiting for something other than more
+/// bytes): once its output is sent, `on_data` is called again with that input.
+/// Resuming a connection that neither paused nor holds input does nothing.
 ///
 /// Input that arrives meanwhile waits in the socket. A pause is for a protocol
 /// that answers part of what it was given (its output is [full](Io::is_full)),

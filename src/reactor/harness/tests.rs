@@ -281,3 +281,79 @@ fn the_harness_gives_its_connections_loopback_addresses_as_documented() {
         "made: its peer, then the test's port"
     );
 }
+
+/// A client whose input waits for its backend: the client's `on_data` consumes
+/// nothing, unless the input ends in `!`, and reads on (`keep`) or pauses with
+/// nothing written; the backend's input is written on to the client, and a wake of
+/// the backend resumes the client.
+#[derive(Default)]
+struct Waits {
+    client: Option<ConnId>,
+    backend: Option<ConnId>,
+    keep: bool,
+    /// Every input the client's `on_data` was given.
+    calls: Vec<Vec<u8>>,
+}
+
+impl Protocol for Waits {
+    type Conn = ();
+
+    fn on_open(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
+        if self.client.is_none() {
+            self.client = Some(io.id());
+            self.backend = Some(io.connect(([127, 0, 0, 1], 9).into()));
+        }
+        Flow::Continue
+    }
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+        if Some(io.id()) == self.backend {
+            io.write_to(self.client.expect("a client"), input);
+            return Verdict::keep(input.len());
+        }
+        self.calls.push(input.to_vec());
+        match input.last() {
+            Some(b'!') => Verdict::keep(input.len()),
+            _ if self.keep => Verdict::keep(0),
+            _ => Verdict::pause(0),
+        }
+    }
+
+    fn on_wake(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
+        if Some(io.id()) == self.backend {
+            io.resume(self.client.expect("a client"));
+        }
+        Flow::Continue
+    }
+}
+
+/// A harness on [`Waits`], its backend established; returns the backend's id.
+fn waiting(keep: bool) -> (Harness<Waits>, ConnId) {
+    let mut harness = Harness::new(Waits { keep, ..Waits::default() });
+    harness.open();
+    let (backend, _) = harness.connecting()[0];
+    harness.establish(backend);
+    (harness, backend)
+}
+
+#[test]
+fn a_pause_with_nothing_written_ends_once_another_connections_write_to_it_is_sent() {
+    let (mut harness, backend) = waiting(false);
+    harness.receive(b"GET");
+    harness.data_on(backend, b"answer");
+    assert_eq!(harness.protocol().calls, [b"GET".to_vec()], "its output not sent yet");
+    assert_eq!(harness.take_output(), b"answer");
+    assert_eq!(harness.protocol().calls, [b"GET".to_vec(), b"GET".to_vec()], "its held input again");
+}
+
+#[test]
+fn resume_hands_held_input_again_to_a_connection_that_is_not_paused() {
+    let (mut harness, backend) = waiting(true);
+    harness.receive(b"GET");
+    assert_eq!(harness.unconsumed(harness.id()), b"GET");
+    harness.wake_on(backend);
+    assert_eq!(harness.protocol().calls, [b"GET".to_vec(), b"GET".to_vec()], "its held input again");
+    harness.receive(b" more!");
+    assert_eq!(harness.protocol().calls.last().map(Vec::as_slice), Some(&b"GET more!"[..]));
+    assert!(harness.unconsumed(harness.id()).is_empty());
+}

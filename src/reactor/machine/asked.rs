@@ -11,10 +11,16 @@ use crate::reactor::config::{DrainPolicy, IdleTimeout, OUTPUT_BUDGET};
 use crate::reactor::protocol::{Closed, Protocol};
 
 impl<P: Protocol> Machine<P> {
-    /// Ends a pause: once its output is sent, `on_data` is called with what it holds.
+    /// Ends a pause, or hands again the input a connection reading holds: once its
+    /// output is sent, `on_data` is called with what it holds.
     pub(crate) fn resume(&mut self, conn: &mut Connection<P::Conn>) {
-        if let Reading::Paused { .. } = conn.reading {
-            conn.reading = Reading::Paused { awaiting_output: false };
+        match conn.reading {
+            Reading::Paused { .. } => conn.reading = Reading::Paused { awaiting_output: false },
+            // A pause that ends as soon as nothing is unsent: the held input first.
+            Reading::Open if !conn.held.is_empty() => {
+                conn.reading = Reading::Paused { awaiting_output: false }
+            }
+            _ => {}
         }
     }
 
@@ -47,9 +53,13 @@ impl<P: Protocol> Machine<P> {
     /// Bytes another connection writes to this one: whether the wire may take them
     /// now (then [`sent_bytes`](Machine::sent_bytes) reports it). Otherwise they
     /// are queued, or dropped when the connection is closing or shut down.
+    /// A pause that waited for output ends once these are sent.
     pub(crate) fn takes_bytes_now(&mut self, conn: &mut Connection<P::Conn>, bytes: &[u8]) -> bool {
         if !conn.is_open() || conn.drops_output() || bytes.is_empty() {
             return false;
+        }
+        if let Reading::Paused { awaiting_output: true } = conn.reading {
+            conn.reading = Reading::Paused { awaiting_output: false };
         }
         if conn.sends_directly() {
             return true;
