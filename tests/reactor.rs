@@ -768,3 +768,53 @@ fn a_close_in_input_held_over_a_pause_lingers_for_what_the_peer_sent_meanwhile()
     held.read_to_end(&mut rest).expect("the goodbye, then the end of stream, not a reset");
     assert_eq!(rest, b"bye\n");
 }
+
+/// Says "bye" to each connection as it opens, and closes it.
+struct Bye;
+
+impl Protocol for Bye {
+    type Conn = ();
+
+    fn on_open(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
+        io.write(b"bye");
+        Flow::Close
+    }
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], _io: &mut Io<'_>) -> Verdict {
+        Verdict::close(input.len())
+    }
+}
+
+#[test]
+fn a_stop_that_closes_the_listener_after_its_queue_answers_every_connection_queued() {
+    let (mut reactor, addr) = reactor(Bye, Opening::ServerSpeaksFirst, Config::default());
+    // More than the first turns take (256 accepts at a time, three times by the
+    // end of the first turn), each connection closed as soon as it is accepted
+    // (its client has finished): no connection is open while the queue still
+    // holds some.
+    let mut clients: Vec<TcpStream> = (0..1500)
+        .map(|_| {
+            let mut client = connect(addr);
+            client.write_all(b"x").expect("sending");
+            client.shutdown(std::net::Shutdown::Write).expect("finishing");
+            client
+        })
+        .collect();
+    let options = DrainOptions {
+        listener: ListenerFate::CloseAfterQueue,
+        grace: Duration::from_secs(600),
+        timeout: Duration::from_secs(600),
+    };
+    reactor.drain(options);
+    let deadline = Instant::now() + WAIT;
+    while reactor.turn(Some(Duration::from_millis(10))).expect("a turn of the loop").is_none() {
+        assert!(Instant::now() < deadline, "the stop not over within {WAIT:?}");
+    }
+    // The listener goes with the loop: a connection left in its queue is reset.
+    drop(reactor);
+    for (i, client) in clients.iter_mut().enumerate() {
+        let mut answer = Vec::new();
+        client.read_to_end(&mut answer).unwrap_or_else(|e| panic!("client {i}: {e}"));
+        assert_eq!(answer, b"bye", "client {i}");
+    }
+}

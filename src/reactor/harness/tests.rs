@@ -226,3 +226,66 @@ fn input_received_while_a_connection_is_opened_is_read_once_it_is_established() 
     harness.establish(backend);
     assert_eq!(inputs(&harness), [b"early"]);
 }
+
+/// Records the length of every input `on_data` is given, and consumes it all.
+#[derive(Default)]
+struct Lengths(Vec<usize>);
+
+impl Protocol for Lengths {
+    type Conn = ();
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], _io: &mut Io<'_>) -> Verdict {
+        self.0.push(input.len());
+        Verdict::keep(input.len())
+    }
+}
+
+#[test]
+fn input_comes_in_reads_of_64_kib_as_the_loop_reads_it() {
+    let mut harness = Harness::new(Lengths::default());
+    harness.receive(&vec![b'x'; 100_000]);
+    assert_eq!(harness.protocol().0, [65_536, 34_464]);
+}
+
+/// Writes all a connection receives on to the one it opened, the sink; the sink's
+/// close leaves the writer open.
+#[derive(Default)]
+struct ToSink {
+    sink: Option<ConnId>,
+    /// Bytes the writer's `on_data` was given.
+    given: usize,
+}
+
+impl Protocol for ToSink {
+    type Conn = ();
+
+    fn on_open(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
+        if self.sink.is_none() {
+            self.sink = Some(io.connect(([127, 0, 0, 1], 9).into()));
+        }
+        Flow::Continue
+    }
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+        if Some(io.id()) != self.sink {
+            self.given += input.len();
+            io.write_to(self.sink.expect("a sink"), input);
+        }
+        Verdict::keep(input.len())
+    }
+}
+
+#[test]
+fn a_writer_blocked_on_a_connection_that_closes_reads_again() {
+    let mut harness = Harness::new(ToSink::default());
+    harness.open();
+    let (sink, _) = harness.connecting()[0];
+    harness.establish(sink);
+    // The sink's peer reads nothing: once the writer has taken it past the budget,
+    // the writer reads no more.
+    harness.receive(&vec![b'x'; 300 * 1024]);
+    harness.receive(b"more");
+    assert_eq!(harness.protocol().given, 300 * 1024, "blocked on the sink's output");
+    harness.end_on(sink, Closed::ByPeer);
+    assert_eq!(harness.protocol().given, 300 * 1024 + 4, "the sink gone, the writer reads again");
+}
