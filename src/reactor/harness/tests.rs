@@ -289,3 +289,104 @@ fn a_writer_blocked_on_a_connection_that_closes_reads_again() {
     harness.end_on(sink, Closed::ByPeer);
     assert_eq!(harness.protocol().given, 300 * 1024 + 4, "the sink gone, the writer reads again");
 }
+
+/// Opens a connection from the first one; its `on_data` pauses with nothing
+/// written and consumes nothing, unless the input is `kill`: then it writes
+/// `killed` and closes the connection it opened, in the same call. Its wakes and
+/// timers write nothing.
+#[derive(Default)]
+struct Quiet {
+    opened: Option<ConnId>,
+    inputs: usize,
+}
+
+impl Protocol for Quiet {
+    type Conn = ();
+
+    fn on_open(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
+        if self.opened.is_none() {
+            self.opened = Some(io.connect(([127, 0, 0, 1], 9).into()));
+        }
+        Flow::Continue
+    }
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+        self.inputs += 1;
+        if input == b"kill" {
+            io.write(b"killed");
+            io.close(self.opened.expect("a connection opened"));
+            return Verdict::keep(input.len());
+        }
+        Verdict::pause(0)
+    }
+}
+
+#[test]
+fn a_callback_that_writes_nothing_leaves_a_pause_that_waits_for_output_as_it_is() {
+    let mut harness = Harness::new(Quiet::default());
+    harness.receive(b"ab");
+    assert_eq!(harness.wake(), Some(Flow::Continue));
+    assert_eq!(harness.protocol().inputs, 1, "still paused: nothing was written");
+}
+
+#[test]
+fn a_connect_that_times_out_fails_and_an_idle_connection_times_out() {
+    let config = Config {
+        connect_timeout: Some(Duration::from_secs(1)),
+        idle_timeout: Some(Duration::from_secs(3)),
+        ..Config::default()
+    };
+    let mut harness = Harness::with_config(Quiet::default(), config);
+    harness.open();
+    let (opened, _) = harness.connecting()[0];
+    harness.advance(Duration::from_secs(2));
+    assert_eq!(harness.closed(opened), Some(Closed::ConnectFailed(io::ErrorKind::TimedOut)));
+    assert_eq!(harness.closed(harness.id()), None);
+    harness.advance(Duration::from_secs(2));
+    assert_eq!(harness.closed(harness.id()), Some(Closed::TimedOut));
+}
+
+#[test]
+fn what_a_call_writes_goes_out_though_it_closes_another_connection() {
+    let mut harness = Harness::new(Quiet::default());
+    harness.open();
+    let (opened, _) = harness.connecting()[0];
+    harness.establish(opened);
+    harness.receive(b"kill");
+    assert_eq!(harness.closed(opened), Some(Closed::Done));
+    assert_eq!(harness.take_output(), b"killed");
+}
+
+#[test]
+fn a_connection_is_shut_down_from_when_it_is_asked_until_its_output_is_sent() {
+    let mut harness = Harness::new(Pair::default());
+    harness.open();
+    let (backend, _) = harness.connecting()[0];
+    harness.establish(backend);
+    harness.data(b"request");
+    harness.input_end();
+    assert!(harness.is_shut(backend), "asked, its output waiting");
+    assert_eq!(harness.take_output_of(backend), b"request");
+}
+
+/// Answers every input with `seen`, and consumes none of it.
+struct Hoards;
+
+impl Protocol for Hoards {
+    type Conn = ();
+
+    fn on_data(&mut self, _conn: &mut (), _input: &[u8], io: &mut Io<'_>) -> Verdict {
+        io.write(b"seen");
+        Verdict::keep(0)
+    }
+}
+
+#[test]
+fn a_connection_over_the_input_limit_closes_at_once_and_drops_what_its_last_call_wrote() {
+    let mut harness = Harness::with_config(Hoards, Config { max_pending_input: 4, ..Config::default() });
+    harness.receive(b"123");
+    assert_eq!(harness.take_output(), b"seen");
+    harness.receive(b"456");
+    assert_eq!(harness.closed(harness.id()), Some(Closed::Done));
+    assert_eq!(harness.take_output(), b"", "closed at once, what it wrote dropped");
+}
