@@ -607,6 +607,15 @@ fn a_timer_that_closes_mid_message_lingers_until_the_peer_resets() {
 }
 
 #[test]
+fn a_linger_whose_peer_stays_silent_ends_after_five_seconds_whatever_the_idle_timeout() {
+    let (mut reactor, _stream) = dismissed(false, b"half a mess");
+    assert_eq!(reactor.stats().open, 1, "lingering");
+    // The peer neither sends nor closes: the linger's own 5 s end it, not the
+    // idle timeout's 60.
+    turn_until(&mut reactor, "the linger's end", |r| r.stats().open == 0);
+}
+
+#[test]
 fn a_pipelining_client_cannot_starve_another() {
     const LINES: usize = 10_000;
     // READS_PER_WAKE in the loop, which DESIGN.md states (16 reads per wake-up): each call after a pause
