@@ -390,3 +390,16 @@ fn a_connection_over_the_input_limit_closes_at_once_and_drops_what_its_last_call
     assert_eq!(harness.closed(harness.id()), Some(Closed::Done));
     assert_eq!(harness.take_output(), b"", "closed at once, what it wrote dropped");
 }
+
+#[test]
+fn output_the_peer_does_not_take_is_under_the_send_timeout_not_the_idle_one() {
+    let config = Config {
+        send_timeout: Some(Duration::from_secs(1)),
+        idle_timeout: Some(Duration::from_secs(10)),
+        ..Config::default()
+    };
+    let mut harness = Harness::with_config(Hoards, config);
+    harness.receive(b"1");
+    harness.advance(Duration::from_secs(2));
+    assert_eq!(harness.closed(harness.id()), Some(Closed::TimedOut), "its answer untaken for 2 s");
+}
