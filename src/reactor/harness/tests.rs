@@ -403,3 +403,31 @@ fn output_the_peer_does_not_take_is_under_the_send_timeout_not_the_idle_one() {
     harness.advance(Duration::from_secs(2));
     assert_eq!(harness.closed(harness.id()), Some(Closed::TimedOut), "its answer untaken for 2 s");
 }
+
+/// Always busy: a message under way, whatever it holds.
+struct Busy;
+
+impl Protocol for Busy {
+    type Conn = ();
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], _io: &mut Io<'_>) -> Verdict {
+        Verdict::keep(input.len())
+    }
+
+    fn is_busy(_conn: &()) -> bool {
+        true
+    }
+}
+
+#[test]
+fn a_connection_its_protocol_says_is_busy_is_under_the_message_timeout() {
+    let config = Config {
+        message_timeout: Some(Duration::from_secs(1)),
+        idle_timeout: Some(Duration::from_secs(10)),
+        ..Config::default()
+    };
+    let mut harness = Harness::with_config(Busy, config);
+    harness.receive(b"1");
+    harness.advance(Duration::from_secs(2));
+    assert_eq!(harness.closed(harness.id()), Some(Closed::TimedOut));
+}
