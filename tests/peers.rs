@@ -327,3 +327,126 @@ fn a_stop_leaves_a_connection_that_asked_for_it_until_it_closes() {
     let default = Policies { idle: IdleTimeout::FromConfig, drain: DrainPolicy::CloseWhenIdle };
     assert!(!open_after(default, Config::default(), Duration::from_secs(1), stop), "left open by the stop");
 }
+
+/// Splices each accepted connection's input on to a connection it opens to
+/// `target`; what the target sends back is written to the accepted one, and a
+/// target that sends `close` is closed. Every input the protocol is given, and
+/// every close, is logged.
+struct Splicer {
+    target: SocketAddr,
+    /// Each connection opened to the target, with the accepted one it serves.
+    targets: Vec<(ConnId, ConnId)>,
+    log: Vec<String>,
+}
+
+impl Splicer {
+    fn new(target: SocketAddr) -> Splicer {
+        Splicer { target, targets: Vec::new(), log: Vec::new() }
+    }
+
+    fn logged(&self, entry: &str) -> bool {
+        self.log.iter().any(|line| line == entry)
+    }
+
+    /// The accepted connection `id` serves, if it is a target connection.
+    fn client_of(&self, id: ConnId) -> Option<ConnId> {
+        self.targets.iter().find(|&&(target, _)| target == id).map(|&(_, client)| client)
+    }
+}
+
+impl Protocol for Splicer {
+    type Conn = ();
+
+    fn on_open(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
+        if self.client_of(io.id()).is_none() {
+            let target = io.connect(self.target);
+            self.targets.push((target, io.id()));
+            io.splice_to(target);
+            self.log.push("accepted".into());
+        }
+        Flow::Continue
+    }
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+        let client = self.client_of(io.id());
+        let side = if client.is_some() { "target" } else { "client" };
+        self.log.push(format!("{side} data {}", String::from_utf8_lossy(input)));
+        match client {
+            Some(_) if input == b"close" => return Verdict::close(input.len()),
+            Some(client) => io.write_to(client, input),
+            None => {}
+        }
+        Verdict::keep(input.len())
+    }
+
+    fn on_close(&mut self, _conn: &mut (), closed: Closed, _unconsumed: &[u8], io: &mut Io<'_>) {
+        let side = if self.client_of(io.id()).is_some() { "target" } else { "client" };
+        self.log.push(format!("{side} closed: {closed:?}"));
+    }
+}
+
+/// A loop on [`Splicer`], a client connected, and the target's end of the
+/// connection the loop opened for it.
+fn spliced() -> (Reactor<Splicer>, std::net::TcpStream, std::net::TcpStream) {
+    let backend = TcpListener::bind("127.0.0.1:0").expect("a backend");
+    let (mut reactor, addr) =
+        reactor(Splicer::new(backend.local_addr().expect("its address")), Config::default());
+    let client = connect(addr);
+    turn_until(&mut reactor, "the client accepted", |r| r.protocol().logged("accepted"));
+    let (target, _) = backend.accept().expect("the loop's connection");
+    target.set_read_timeout(Some(WAIT)).expect("a read timeout");
+    (reactor, client, target)
+}
+
+#[test]
+fn spliced_input_reaches_the_other_connection_and_never_the_protocol_until_that_one_closes() {
+    let (mut reactor, mut client, mut target) = spliced();
+    client.write_all(b"spliced").expect("sending");
+    let reading = std::thread::spawn(move || {
+        let mut received = [0; 7];
+        target.read_exact(&mut received).map(|()| (received, target))
+    });
+    turn_until(&mut reactor, "the input spliced on", |_| reading.is_finished());
+    let (received, mut target) = reading.join().expect("the reader").expect("the spliced bytes");
+    assert_eq!(&received, b"spliced");
+    assert!(
+        !reactor.protocol().log.iter().any(|line| line.starts_with("client data")),
+        "{:?}",
+        reactor.protocol().log
+    );
+    // The target closes: the splice into it ends, and what the client sends then
+    // reaches the protocol.
+    target.write_all(b"close").expect("sending");
+    turn_until(&mut reactor, "the target closed", |r| r.protocol().logged("target closed: Done"));
+    client.write_all(b"after").expect("sending");
+    turn_until(&mut reactor, "the client's input handed in", |r| r.protocol().logged("client data after"));
+}
+
+#[test]
+fn a_reset_of_a_spliced_connection_closes_it_as_a_failed_read() {
+    let (mut reactor, client, _target) = spliced();
+    socket2::SockRef::from(&client).set_linger(Some(Duration::ZERO)).expect("SO_LINGER 0");
+    drop(client);
+    let reset = format!("client closed: {:?}", Closed::ReadFailed(ErrorKind::ConnectionReset));
+    turn_until(&mut reactor, "the reset", |r| r.protocol().logged(&reset));
+}
+
+#[test]
+fn a_stops_timeout_closes_even_the_connections_that_asked_to_be_left() {
+    let (mut reactor, addr) = reactor(
+        Policies { idle: IdleTimeout::FromConfig, drain: DrainPolicy::UntilClosed },
+        Config::default(),
+    );
+    let mut client = connect(addr);
+    turn_until(&mut reactor, "the connection accepted", |r| r.stats().open == 1);
+    let options = DrainOptions {
+        listener: ListenerFate::HandOver,
+        grace: Duration::ZERO,
+        timeout: Duration::from_secs(1),
+    };
+    reactor.drain(options);
+    turn_until(&mut reactor, "the stop's timeout", |r| r.stats().open == 0);
+    let mut rest = Vec::new();
+    client.read_to_end(&mut rest).expect("the end of the stream");
+    assert!(rest.is_empty());
+}

@@ -607,6 +607,15 @@ fn a_timer_that_closes_mid_message_lingers_until_the_peer_resets() {
 }
 
 #[test]
+fn a_linger_whose_peer_stays_silent_ends_after_five_seconds_whatever_the_idle_timeout() {
+    let (mut reactor, _stream) = dismissed(false, b"half a mess");
+    assert_eq!(reactor.stats().open, 1, "lingering");
+    // The peer neither sends nor closes: the linger's own 5 s end it, not the
+    // idle timeout's 60.
+    turn_until(&mut reactor, "the linger's end", |r| r.stats().open == 0);
+}
+
+#[test]
 fn a_pipelining_client_cannot_starve_another() {
     const LINES: usize = 10_000;
     // READS_PER_WAKE in the loop, which DESIGN.md states (16 reads per wake-up): each call after a pause
@@ -824,4 +833,54 @@ fn a_connection_knows_its_peers_and_its_own_address_from_on_open_on() {
     let accepted = seen.iter().find(|s| s.2 != addr).expect("the accepted one's on_open");
     assert_eq!((made.1, accepted.1), ("open", "open"));
     assert_eq!((made.3, accepted.3), (accepted.2, addr), "one connection, seen from each end");
+}
+
+/// Says "bye" to each connection as it opens, and closes it.
+struct Bye;
+
+impl Protocol for Bye {
+    type Conn = ();
+
+    fn on_open(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
+        io.write(b"bye");
+        Flow::Close
+    }
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], _io: &mut Io<'_>) -> Verdict {
+        Verdict::close(input.len())
+    }
+}
+
+#[test]
+fn a_stop_that_closes_the_listener_after_its_queue_answers_every_connection_queued() {
+    let (mut reactor, addr) = reactor(Bye, Opening::ServerSpeaksFirst, Config::default());
+    // More than the first turns take (256 accepts at a time, three times by the
+    // end of the first turn), each connection closed as soon as it is accepted
+    // (its client has finished): no connection is open while the queue still
+    // holds some.
+    let mut clients: Vec<TcpStream> = (0..1500)
+        .map(|_| {
+            let mut client = connect(addr);
+            client.write_all(b"x").expect("sending");
+            client.shutdown(std::net::Shutdown::Write).expect("finishing");
+            client
+        })
+        .collect();
+    let options = DrainOptions {
+        listener: ListenerFate::CloseAfterQueue,
+        grace: Duration::from_secs(600),
+        timeout: Duration::from_secs(600),
+    };
+    reactor.drain(options);
+    let deadline = Instant::now() + WAIT;
+    while reactor.turn(Some(Duration::from_millis(10))).expect("a turn of the loop").is_none() {
+        assert!(Instant::now() < deadline, "the stop not over within {WAIT:?}");
+    }
+    // The listener goes with the loop: a connection left in its queue is reset.
+    drop(reactor);
+    for (i, client) in clients.iter_mut().enumerate() {
+        let mut answer = Vec::new();
+        client.read_to_end(&mut answer).unwrap_or_else(|e| panic!("client {i}: {e}"));
+        assert_eq!(answer, b"bye", "client {i}");
+    }
 }

@@ -62,3 +62,40 @@ impl Splices {
         Some(source)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: Token = Token(1);
+    const B: Token = Token(2);
+    const C: Token = Token(3);
+
+    #[test]
+    fn one_splice_takes_a_connections_input_and_one_feeds_a_connection() {
+        let mut splices = Splices::default();
+        assert!(splices.is_empty());
+        assert!(!splices.may_start(A, A), "into itself");
+        assert!(splices.may_start(A, B));
+        splices.start(A, B, Pipe::new().expect("a pipe"));
+        assert!(!splices.is_empty());
+        assert_eq!(splices.of(A).map(|splice| splice.to), Some(B));
+        assert!(splices.of(B).is_none());
+        assert!(!splices.may_start(A, C), "A's input is taken");
+        assert!(!splices.may_start(C, B), "B is fed");
+        assert!(splices.may_start(B, A), "the other way");
+        assert!(splices.may_start(C, A));
+    }
+
+    #[test]
+    fn a_closed_connections_splices_end_and_the_one_that_fed_it_is_named() {
+        let mut splices = Splices::default();
+        splices.start(A, B, Pipe::new().expect("a pipe"));
+        splices.start(B, A, Pipe::new().expect("a pipe"));
+        // B closes: its own splice ends, and A, which fed it, gets its input back.
+        assert_eq!(splices.end(B), Some(A));
+        assert!(splices.is_empty());
+        assert!(splices.may_start(A, C) && splices.may_start(C, B));
+        assert_eq!(splices.end(A), None);
+    }
+}

@@ -357,3 +357,208 @@ fn resume_hands_held_input_again_to_a_connection_that_is_not_paused() {
     assert_eq!(harness.protocol().calls.last().map(Vec::as_slice), Some(&b"GET more!"[..]));
     assert!(harness.unconsumed(harness.id()).is_empty());
 }
+
+/// Records the length of every input `on_data` is given, and consumes it all.
+#[derive(Default)]
+struct Lengths(Vec<usize>);
+
+impl Protocol for Lengths {
+    type Conn = ();
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], _io: &mut Io<'_>) -> Verdict {
+        self.0.push(input.len());
+        Verdict::keep(input.len())
+    }
+}
+
+#[test]
+fn input_comes_in_reads_of_64_kib_as_the_loop_reads_it() {
+    let mut harness = Harness::new(Lengths::default());
+    harness.receive(&vec![b'x'; 100_000]);
+    assert_eq!(harness.protocol().0, [65_536, 34_464]);
+}
+
+/// Writes all a connection receives on to the one it opened, the sink; the sink's
+/// close leaves the writer open.
+#[derive(Default)]
+struct ToSink {
+    sink: Option<ConnId>,
+    /// Bytes the writer's `on_data` was given.
+    given: usize,
+}
+
+impl Protocol for ToSink {
+    type Conn = ();
+
+    fn on_open(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
+        if self.sink.is_none() {
+            self.sink = Some(io.connect(([127, 0, 0, 1], 9).into()));
+        }
+        Flow::Continue
+    }
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+        if Some(io.id()) != self.sink {
+            self.given += input.len();
+            io.write_to(self.sink.expect("a sink"), input);
+        }
+        Verdict::keep(input.len())
+    }
+}
+
+#[test]
+fn a_writer_blocked_on_a_connection_that_closes_reads_again() {
+    let mut harness = Harness::new(ToSink::default());
+    harness.open();
+    let (sink, _) = harness.connecting()[0];
+    harness.establish(sink);
+    // The sink's peer reads nothing: once the writer has taken it past the budget,
+    // the writer reads no more.
+    harness.receive(&vec![b'x'; 300 * 1024]);
+    harness.receive(b"more");
+    assert_eq!(harness.protocol().given, 300 * 1024, "blocked on the sink's output");
+    harness.end_on(sink, Closed::ByPeer);
+    assert_eq!(harness.protocol().given, 300 * 1024 + 4, "the sink gone, the writer reads again");
+}
+
+/// Opens a connection from the first one; its `on_data` pauses with nothing
+/// written and consumes nothing, unless the input is `kill`: then it writes
+/// `killed` and closes the connection it opened, in the same call. Its wakes and
+/// timers write nothing.
+#[derive(Default)]
+struct Quiet {
+    opened: Option<ConnId>,
+    inputs: usize,
+}
+
+impl Protocol for Quiet {
+    type Conn = ();
+
+    fn on_open(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
+        if self.opened.is_none() {
+            self.opened = Some(io.connect(([127, 0, 0, 1], 9).into()));
+        }
+        Flow::Continue
+    }
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+        self.inputs += 1;
+        if input == b"kill" {
+            io.write(b"killed");
+            io.close(self.opened.expect("a connection opened"));
+            return Verdict::keep(input.len());
+        }
+        Verdict::pause(0)
+    }
+}
+
+#[test]
+fn a_callback_that_writes_nothing_leaves_a_pause_that_waits_for_output_as_it_is() {
+    let mut harness = Harness::new(Quiet::default());
+    harness.receive(b"ab");
+    assert_eq!(harness.wake(), Some(Flow::Continue));
+    assert_eq!(harness.protocol().inputs, 1, "still paused: nothing was written");
+}
+
+#[test]
+fn a_connect_that_times_out_fails_and_an_idle_connection_times_out() {
+    let config = Config {
+        connect_timeout: Some(Duration::from_secs(1)),
+        idle_timeout: Some(Duration::from_secs(3)),
+        ..Config::default()
+    };
+    let mut harness = Harness::with_config(Quiet::default(), config);
+    harness.open();
+    let (opened, _) = harness.connecting()[0];
+    harness.advance(Duration::from_secs(2));
+    assert_eq!(harness.closed(opened), Some(Closed::ConnectFailed(io::ErrorKind::TimedOut)));
+    assert_eq!(harness.closed(harness.id()), None);
+    harness.advance(Duration::from_secs(2));
+    assert_eq!(harness.closed(harness.id()), Some(Closed::TimedOut));
+}
+
+#[test]
+fn what_a_call_writes_goes_out_though_it_closes_another_connection() {
+    let mut harness = Harness::new(Quiet::default());
+    harness.open();
+    let (opened, _) = harness.connecting()[0];
+    harness.establish(opened);
+    harness.receive(b"kill");
+    assert_eq!(harness.closed(opened), Some(Closed::Done));
+    assert_eq!(harness.take_output(), b"killed");
+}
+
+#[test]
+fn a_connection_is_shut_down_from_when_it_is_asked_until_its_output_is_sent() {
+    let mut harness = Harness::new(Pair::default());
+    harness.open();
+    let (backend, _) = harness.connecting()[0];
+    harness.establish(backend);
+    harness.data(b"request");
+    harness.input_end();
+    assert!(harness.is_shut(backend), "asked, its output waiting");
+    assert_eq!(harness.take_output_of(backend), b"request");
+}
+
+/// Answers every input with `seen`, and consumes none of it.
+struct Hoards;
+
+impl Protocol for Hoards {
+    type Conn = ();
+
+    fn on_data(&mut self, _conn: &mut (), _input: &[u8], io: &mut Io<'_>) -> Verdict {
+        io.write(b"seen");
+        Verdict::keep(0)
+    }
+}
+
+#[test]
+fn a_connection_over_the_input_limit_closes_at_once_and_drops_what_its_last_call_wrote() {
+    let mut harness = Harness::with_config(Hoards, Config { max_pending_input: 4, ..Config::default() });
+    harness.receive(b"123");
+    assert_eq!(harness.take_output(), b"seen");
+    harness.receive(b"456");
+    assert_eq!(harness.closed(harness.id()), Some(Closed::Done));
+    assert_eq!(harness.take_output(), b"", "closed at once, what it wrote dropped");
+}
+
+#[test]
+fn output_the_peer_does_not_take_is_under_the_send_timeout_not_the_idle_one() {
+    let config = Config {
+        send_timeout: Some(Duration::from_secs(1)),
+        idle_timeout: Some(Duration::from_secs(10)),
+        ..Config::default()
+    };
+    let mut harness = Harness::with_config(Hoards, config);
+    harness.receive(b"1");
+    harness.advance(Duration::from_secs(2));
+    assert_eq!(harness.closed(harness.id()), Some(Closed::TimedOut), "its answer untaken for 2 s");
+}
+
+/// Always busy: a message under way, whatever it holds.
+struct Busy;
+
+impl Protocol for Busy {
+    type Conn = ();
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], _io: &mut Io<'_>) -> Verdict {
+        Verdict::keep(input.len())
+    }
+
+    fn is_busy(_conn: &()) -> bool {
+        true
+    }
+}
+
+#[test]
+fn a_connection_its_protocol_says_is_busy_is_under_the_message_timeout() {
+    let config = Config {
+        message_timeout: Some(Duration::from_secs(1)),
+        idle_timeout: Some(Duration::from_secs(10)),
+        ..Config::default()
+    };
+    let mut harness = Harness::with_config(Busy, config);
+    harness.receive(b"1");
+    harness.advance(Duration::from_secs(2));
+    assert_eq!(harness.closed(harness.id()), Some(Closed::TimedOut));
+}
