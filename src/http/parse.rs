@@ -13,8 +13,8 @@
 //! an error, because a minimal server must never guess where a request ends.
 
 use super::syntax::{
-    agreed_length, all_bytes, connection_options, field_lines, find_head_end, is_host_byte, is_target_byte,
-    is_tchar, next_line,
+    agreed_length, all_bytes, checked_fields, connection_options, field_lines, find_head_end, is_host_byte,
+    is_target_byte, is_tchar, next_line,
 };
 
 /// The outcome of parsing a buffer that may hold only the start of a request.
@@ -108,7 +108,7 @@ impl<'a> Request<'a> {
     /// it with `eq_ignore_ascii_case`) and its value without the white space around
     /// it, as bytes of the head; no allocation. Every line was checked by the parse.
     pub fn headers(&self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + Clone + 'a {
-        field_lines(next_line(self.head).1).map_while(Result::ok)
+        checked_fields(self.head)
     }
 
     /// The head as it arrived, from the request line to the empty line included.

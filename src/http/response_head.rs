@@ -13,7 +13,8 @@
 use super::parse::{Method, Version};
 use super::response_error::ResponseError;
 use super::syntax::{
-    agreed_length, all_bytes, connection_options, field_lines, is_value_byte, next_line, trim_ows,
+    agreed_length, all_bytes, checked_fields, connection_options, field_lines, is_value_byte, next_line,
+    trim_ows,
 };
 
 /// How the body of a response is delimited (RFC 9112, 6.3).
@@ -89,8 +90,7 @@ impl<'a> ResponseHead<'a> {
     /// The header fields in the order they came, each as its name and its value
     /// without the white space around it (OWS), as bytes of the head.
     pub fn headers(&self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + Clone + 'a {
-        // Every line was checked when the head was parsed: none yields an error.
-        field_lines(next_line(self.bytes).1).map_while(Result::ok)
+        checked_fields(self.bytes)
     }
 
     /// The head as it arrived, from the status line to the empty line included: its

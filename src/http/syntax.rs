@@ -109,6 +109,13 @@ pub(crate) fn split_field(line: &[u8]) -> Option<(&[u8], &[u8])> {
     all_bytes(value, is_value_byte).then_some((&line[..colon], value))
 }
 
+/// The header fields of a whole head that a parse has checked (its start line, then
+/// its field lines): each line is known good, so none yields an error. What
+/// `Request::headers` and `ResponseHead::headers` give.
+pub(crate) fn checked_fields(head: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> + Clone + '_ {
+    field_lines(next_line(head).1).map_while(Result::ok)
+}
+
 /// The field lines of a header block, `*( field-line CRLF ) CRLF` (RFC 9112, 2.1), each
 /// split into name and trimmed value, up to the empty line that ends the block: the
 /// one walk over headers that both parses make, and the response parse makes over
