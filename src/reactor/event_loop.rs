@@ -268,20 +268,12 @@ impl<P: Protocol> Reactor<P> {
         [timer, grace, second, max_wait].into_iter().flatten().min()
     }
 
-    /// The listener's edge (or a look again): accepts what is queued, unless a stop
-    /// has begun; then only a stop that closes the listener accepts, and closes it
-    /// once its queue is empty.
+    /// The listener's edge (or a look again): accepts what is queued; once a stop
+    /// has begun, closes the listener when its queue is empty. (A stop that hands
+    /// the listener over let it go when it began: there is nothing to accept.)
     fn accept_ready(&mut self) {
-        match &self.stop {
-            None => {
-                self.accept_all();
-            }
-            Some(stop) if stop.closes_listener() => {
-                if self.accept_all() {
-                    self.acceptor.drop_listener(&self.driver.registry);
-                }
-            }
-            Some(_) => {}
+        if self.accept_all() && self.stop.is_some() {
+            self.acceptor.drop_listener(&self.driver.registry);
         }
     }
 

@@ -37,8 +37,6 @@ pub(crate) struct Stop {
     deadline: u32,
     /// Until then idle connections are kept; `None` once it has passed.
     grace_until: Option<Instant>,
-    /// The listener is closed once its queue is empty.
-    close_listener: bool,
 }
 
 impl Stop {
@@ -49,7 +47,6 @@ impl Stop {
         Stop {
             deadline: second.saturating_add(seconds),
             grace_until: Some(now.checked_add(options.grace).unwrap_or(now)),
-            close_listener: options.listener == ListenerFate::CloseAfterQueue,
         }
     }
 
@@ -71,12 +68,6 @@ impl Stop {
     pub(crate) fn expired(&self, second: u32) -> bool {
         self.deadline <= second
     }
-
-    /// Whether the listener is closed once its queue is accepted (rather than
-    /// handed over at once).
-    pub(crate) fn closes_listener(&self) -> bool {
-        self.close_listener
-    }
 }
 
 #[cfg(test)]
@@ -92,7 +83,6 @@ mod tests {
             timeout: Duration::ZERO,
         };
         let mut stop = Stop::new(&options, now, 10);
-        assert!(!stop.closes_listener());
         assert_eq!(stop.grace_until(), Some(now + Duration::from_millis(50)));
         assert!(!stop.grace_ends(now + Duration::from_millis(49)));
         assert!(stop.grace_ends(now + Duration::from_millis(50)));
