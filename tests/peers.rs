@@ -57,6 +57,9 @@ struct Pairs {
     target: SocketAddr,
     /// Whether each end splices its input on to the other (else: writes it on).
     splice: bool,
+    /// Whether an end whose input ended asks to splice it on then (which does
+    /// nothing: there is nothing more to move).
+    splice_at_end: bool,
     /// Each dialed connection, with the accepted one that dialed it, until woken.
     dialed: Vec<(ConnId, ConnId)>,
     log: Vec<String>,
@@ -70,7 +73,7 @@ struct End {
 
 impl Pairs {
     fn new(target: SocketAddr) -> Pairs {
-        Pairs { target, splice: false, dialed: Vec::new(), log: Vec::new() }
+        Pairs { target, splice: false, splice_at_end: false, dialed: Vec::new(), log: Vec::new() }
     }
 
     fn splicing(target: SocketAddr) -> Pairs {
@@ -125,6 +128,9 @@ impl Protocol for Pairs {
         self.log.push("input ended".into());
         match end.peer {
             Some(peer) => {
+                if self.splice_at_end {
+                    io.splice_to(peer);
+                }
                 io.shutdown(peer);
                 Flow::Continue
             }
@@ -164,6 +170,32 @@ fn a_refused_connection_is_closed_with_its_error_and_never_opened() {
     let refused = format!("dialed closed: {:?}", Closed::ConnectFailed(ErrorKind::ConnectionRefused));
     turn_until(&mut reactor, "the refusal", |r| r.protocol().logged(&refused));
     assert!(!reactor.protocol().logged("established"), "{:?}", reactor.protocol().log);
+}
+
+#[test]
+fn a_connect_a_callback_orders_that_fails_at_once_closes_it_and_counts_as_failed() {
+    // The limited broadcast address: the connect fails in the call itself.
+    let (mut reactor, addr) = reactor(Pairs::new(([255, 255, 255, 255], 9).into()), Config::default());
+    let _client = connect(addr);
+    turn_until(&mut reactor, "the failed connect", |r| {
+        r.protocol().log.iter().any(|line| line.contains("closed: ConnectFailed"))
+    });
+    assert_eq!(reactor.stats().failed, 1, "{:?}", reactor.protocol().log);
+    assert_eq!(reactor.stats().open, 1, "the accepted connection stays");
+}
+
+#[test]
+fn a_splice_asked_for_once_the_input_ended_does_nothing() {
+    let backend = TcpListener::bind("127.0.0.1:0").expect("a backend");
+    let target = backend.local_addr().expect("its address");
+    let (mut reactor, addr) = reactor(Pairs { splice_at_end: true, ..Pairs::new(target) }, Config::default());
+    let client = connect(addr);
+    turn_until(&mut reactor, "the dialed connection established", |r| r.protocol().logged("established"));
+    client.shutdown(Shutdown::Write).expect("shutting down");
+    turn_until(&mut reactor, "the end of input", |r| r.protocol().logged("input ended"));
+    turn_for(&mut reactor, Duration::from_millis(100));
+    let ends = reactor.protocol().log.iter().filter(|line| *line == "input ended").count();
+    assert_eq!(ends, 1, "{:?}", reactor.protocol().log);
 }
 
 #[test]

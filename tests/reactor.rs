@@ -72,7 +72,7 @@ fn pending_input_beyond_the_limit_closes_the_connection() {
 
 /// Greets every connection, wakes on demand, and keeps a timer on the first
 /// connection only; records what it saw.
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Recorder {
     opened: Vec<ConnId>,
     /// The loop's time each `on_open` saw.
@@ -177,6 +177,15 @@ fn a_watched_descriptor_ends_the_turn_with_a_control_wake() {
             None => assert!(Instant::now() < deadline, "no control wake within {WAIT:?}"),
         }
     }
+}
+
+#[test]
+fn a_loops_debug_text_counts_its_connections() {
+    let (mut reactor, addr) = reactor(Recorder::default(), Opening::ServerSpeaksFirst, Config::default());
+    let _client = connect(addr);
+    turn_until(&mut reactor, "the connection accepted", |r| r.protocol().opened.len() == 1);
+    let text = format!("{reactor:?}");
+    assert!(text.contains("connections: 1"), "{text}");
 }
 
 #[test]

@@ -16,6 +16,7 @@ use super::slab::{Slab, Token};
 use super::splice::{Splices, PIPE_CHUNK};
 use super::steps::{steps, Needs};
 use super::wire::Wire;
+use crate::sys::Pipe;
 
 /// Bytes read per `recv`: the loop's one read buffer, shared by all connections. A
 /// message longer than this reaches `on_data` over several calls; a protocol that
@@ -35,8 +36,8 @@ enum Pumped {
     Moved,
     /// The connection fed cannot take what the pipe holds: wait for it.
     Blocked(Token),
-    /// The connection fed failed to take it.
-    Failed(Token, io::ErrorKind),
+    /// The connection fed failed to take it, and closes so.
+    Failed(Token, Closed),
 }
 
 /// The connections of one loop (or harness) and everything between them.
@@ -256,10 +257,7 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
                 }
                 Needs::Close(closed) => return self.close(token, closed),
                 Needs::Release => self.release(token),
-                Needs::Splice => {
-                    reads += 1;
-                    self.pump(token);
-                }
+                Needs::Splice => self.pump(token),
             }
         }
     }
@@ -281,7 +279,7 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
         match self.move_through_pipe(token) {
             Pumped::Moved => {}
             Pumped::Blocked(to) => self.block(token, to),
-            Pumped::Failed(to, kind) => self.close(to, Closed::WriteFailed(kind)),
+            Pumped::Failed(to, closed) => self.close(to, closed),
         }
     }
 
@@ -289,35 +287,29 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
         let Some(splice) = self.splices.of(token) else { return Pumped::Moved };
         let to = splice.to;
         let Some((source, target)) = self.slots.pair_mut(token, to) else { return Pumped::Moved };
+        let (Some(from_fd), Some(to_fd)) = (source.wire.splice_fd(), target.wire.splice_fd()) else {
+            return Pumped::Moved;
+        };
         if splice.in_pipe > 0 {
-            if !target.conn.is_open() || target.conn.is_connecting() || target.conn.unsent() > 0 {
-                // What was written to it before goes first; one that closes gives
-                // the input back to the protocol then.
+            if !self.machine.takes_spliced(&target.conn) {
                 return Pumped::Blocked(to);
             }
-            match target.wire.empty(&splice.pipe, splice.in_pipe) {
-                Ok(n) => {
-                    splice.in_pipe -= n;
-                    self.machine.progressed(&mut target.conn);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) => return Pumped::Failed(to, e.kind()),
+            let emptied = splice.pipe.empty_into(to_fd, splice.in_pipe);
+            match self.machine.emptied(&mut target.conn, emptied) {
+                Ok(n) => splice.in_pipe -= n,
+                Err(closed) => return Pumped::Failed(to, closed),
             }
             if splice.in_pipe > 0 {
                 return Pumped::Blocked(to);
             }
         }
-        let conn = &mut source.conn;
-        match source.wire.fill(&splice.pipe, PIPE_CHUNK) {
+        match splice.pipe.fill_from(from_fd, PIPE_CHUNK) {
             Ok(0) => {
-                self.machine.input_ended(conn, token, Ends::of(&source.wire));
+                self.machine.input_ended(&mut source.conn, token, Ends::of(&source.wire));
             }
-            Ok(n) => {
-                splice.in_pipe = n;
-                self.machine.spliced(conn);
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.machine.nothing_to_read(conn),
-            Err(e) => self.machine.read_failed(conn, e.kind()),
+            Ok(n) => splice.in_pipe = n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.machine.nothing_to_read(&mut source.conn),
+            Err(e) => self.machine.read_failed(&mut source.conn, e.kind()),
         }
         Pumped::Moved
     }
@@ -326,7 +318,6 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
     /// often it tries before); it tries again then.
     fn block(&mut self, writer: Token, on: Token) {
         let Some((writer_slot, on_slot)) = self.slots.pair_mut(writer, on) else { return };
-        self.machine.spliced(&mut writer_slot.conn);
         if self.machine.block(&mut writer_slot.conn) {
             self.machine.holds_back_a_writer(&mut on_slot.conn);
             self.blocked.add(on, writer);
@@ -431,7 +422,10 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
         if !target.conn.is_open() {
             return;
         }
-        let Some(pipe) = source.wire.pipe() else { return };
+        if source.wire.splice_fd().is_none() {
+            return;
+        }
+        let Ok(pipe) = Pipe::new() else { return };
         let Some(held) = self.machine.splice(&mut source.conn) else { return };
         self.splices.start(from, to, pipe);
         self.write(from, to, &held);

@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime};
 
 pub use peer::PeerReads;
-use peer::{Peer, Record};
+use peer::{Peer, Record, ALL};
 
 use super::config::Config;
 use super::driver::Driver;
@@ -53,8 +53,9 @@ fn peer_edge(reads: PeerReads) -> Edge {
 /// - the test reads a connection's output only when it calls `take_output`: until
 ///   then the output waits, unsent, as it would for a peer that does not read
 ///   (so [`Io::is_full`](super::io::Io::is_full) counts it, and a paused protocol
-///   goes on once the test has taken it); or, [set](Harness::set_peer_reads) to
-///   [`PeerReads::AtOnce`], as soon as it is sent, as a peer with room in its
+///   goes on once the test has taken it); or part of it, as a slow reader does
+///   ([`take_some_output_of`](Harness::take_some_output_of)); or, [set](Harness::set_peer_reads)
+///   to [`PeerReads::AtOnce`], as soon as it is sent, as a peer with room in its
 ///   socket;
 /// - [`receive`](Harness::receive) hands the connection its input as one read (one
 ///   per 64 KiB), when it reads: not while it is paused, being opened, or closing;
@@ -313,19 +314,10 @@ impl<P: Protocol> Harness<P> {
     /// takes it (the default), or at once (see [`PeerReads`]).
     pub fn set_peer_reads(&mut self, reads: PeerReads) {
         self.driver.registry.reads = reads;
+        let room = if reads == PeerReads::AtOnce { ALL } else { 0 };
         for token in self.driver.tokens() {
-            self.driver.with_slot(token, |machine, slot| {
-                slot.wire.reading = reads == PeerReads::AtOnce;
-                match reads {
-                    PeerReads::AtOnce if slot.wire.connecting.is_none() => {
-                        machine.ready(&mut slot.conn, peer_edge(reads))
-                    }
-                    _ => machine.not_writable(&mut slot.conn),
-                }
-            });
-        }
-        for token in self.driver.tokens() {
-            self.edge(token, Edge::default());
+            self.driver.with_slot(token, |_, slot| slot.wire.room = room);
+            self.edge(token, peer_edge(reads));
         }
     }
 
@@ -390,16 +382,21 @@ impl<P: Protocol> Harness<P> {
     /// [paused](super::protocol::Flow#pause-and-resume) for its output goes on, a
     /// close goes on, and what it writes meanwhile is taken too.
     pub fn take_output_of(&mut self, id: ConnId) -> Vec<u8> {
+        self.take_some_output_of(id, ALL)
+    }
+
+    /// As [`take_output_of`](Harness::take_output_of), but the test reads at most
+    /// `max` bytes, as a slow peer does: the rest waits, and counts as unsent. Any
+    /// byte taken is progress against the send timeout ([`Config::send_timeout`]);
+    /// none is not.
+    pub fn take_some_output_of(&mut self, id: ConnId, max: usize) -> Vec<u8> {
         let token = id.token();
         let Some(slot) = self.driver.slot_mut(token) else { return self.left_by(token) };
-        slot.wire.reading = true;
+        slot.wire.room = max;
         self.edge(token, Edge { writable: true, ..Edge::default() });
-        let reads = self.driver.registry.reads;
-        let taken = self.driver.with_slot(token, |machine, slot| {
-            if reads == PeerReads::WhenTaken {
-                slot.wire.reading = false;
-                machine.not_writable(&mut slot.conn);
-            }
+        let room = if self.driver.registry.reads == PeerReads::AtOnce { ALL } else { 0 };
+        let taken = self.driver.with_slot(token, |_, slot| {
+            slot.wire.room = room;
             std::mem::take(&mut slot.wire.taken)
         });
         taken.unwrap_or_else(|| self.left_by(token))

@@ -339,7 +339,8 @@ impl<'a> Io<'a> {
     /// [`on_input_end`](super::Protocol::on_input_end); if `to` closes, the input
     /// reaches `on_data` again. One splice feeds a connection at most; a request to
     /// splice into one already fed, or from one already spliced, does nothing, as
-    /// does one the kernel cannot give a pipe for (the input keeps reaching
+    /// does one from a connection whose input has ended (`on_input_end` is told
+    /// once), or one the kernel cannot give a pipe for (the input keeps reaching
     /// `on_data`). The [`Harness`](super::Harness) splices nothing.
     pub fn splice_to(&mut self, to: ConnId) {
         self.orders.push(Order::Splice(self.id.token(), to.token()));

@@ -358,14 +358,16 @@ impl SendQueue {
         Ok(sent)
     }
 
-    /// Appends every queued byte to `all` (file ranges read as they are now), as a
-    /// peer that takes everything would; returns how many, and leaves the queue
-    /// empty: for tests and tools.
-    pub(crate) fn take_into(&mut self, all: &mut Vec<u8>) -> usize {
-        let len = self.len;
-        append(self.pieces(), all);
-        *self = SendQueue::default();
-        len
+    /// Appends up to `max` queued bytes to `taken` (file ranges read as they are
+    /// now), as a peer that reads them would, and drops them from the queue; returns
+    /// how many: for tests and tools.
+    pub(crate) fn take_into(&mut self, taken: &mut Vec<u8>, max: usize) -> usize {
+        let mut all = Vec::new();
+        append(self.pieces(), &mut all);
+        all.truncate(max);
+        self.consume(all.len());
+        taken.extend_from_slice(&all);
+        all.len()
     }
 
     /// The queued pieces, in order, none empty.

@@ -4,7 +4,7 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use socket2::{Domain, SockRef, Socket as RawSocket, Type};
 
@@ -12,7 +12,7 @@ use super::io::Addresses;
 use super::output::{self, Output, SendQueue};
 use super::protocol::Closed;
 use super::slab::Token;
-use crate::sys::{self, Epoll, Pipe};
+use crate::sys::{self, Epoll};
 
 /// A connection's bytes in and out. Reads and sends take what they can and never
 /// wait: `WouldBlock` (or a send of fewer bytes than offered) means "not now", and
@@ -53,20 +53,10 @@ pub(crate) trait Wire: Sized + Addresses {
         self.shutdown_write()
     }
 
-    /// A pipe to move this wire's input through to another wire without copying
-    /// it, if the wire can (splice(2)); `None` leaves the input to the protocol.
-    fn pipe(&self) -> Option<Pipe> {
+    /// The descriptor splice(2) moves this wire's bytes through, if it has one;
+    /// `None` leaves a connection's input to the protocol.
+    fn splice_fd(&self) -> Option<BorrowedFd<'_>> {
         None
-    }
-
-    /// Moves up to `len` bytes of input into `pipe`: `Ok(0)` is the end of stream.
-    fn fill(&mut self, _pipe: &Pipe, _len: usize) -> io::Result<usize> {
-        Err(io::ErrorKind::Unsupported.into())
-    }
-
-    /// Sends up to `len` bytes out of `pipe`.
-    fn empty(&mut self, _pipe: &Pipe, _len: usize) -> io::Result<usize> {
-        Err(io::ErrorKind::Unsupported.into())
     }
 
     /// The connection under `token` closed, as `closed` says; this is its wire's end.
@@ -148,15 +138,7 @@ impl Wire for Socket {
         sys::shutdown_write(self.0.as_fd())
     }
 
-    fn pipe(&self) -> Option<Pipe> {
-        Pipe::new().ok()
-    }
-
-    fn fill(&mut self, pipe: &Pipe, len: usize) -> io::Result<usize> {
-        pipe.fill_from(self.0.as_fd(), len)
-    }
-
-    fn empty(&mut self, pipe: &Pipe, len: usize) -> io::Result<usize> {
-        pipe.empty_into(self.0.as_fd(), len)
+    fn splice_fd(&self) -> Option<BorrowedFd<'_>> {
+        Some(self.0.as_fd())
     }
 }

@@ -18,9 +18,10 @@ pub(crate) struct Peer {
     /// The test finished sending: once `unread` is read, reads find the end of the
     /// stream.
     pub(crate) ended: bool,
-    /// The test is reading: the wire takes every byte sent, into `taken`. Otherwise
-    /// it takes none, and output waits in the connection's queue.
-    pub(crate) reading: bool,
+    /// How many more bytes the test reads now: the wire takes up to that many of
+    /// what is sent, into `taken`; the rest waits in the connection's queue.
+    /// [`ALL`] (as good as endless) while the test reads everything.
+    pub(crate) room: usize,
     pub(crate) taken: Vec<u8>,
     /// Shut down for writing.
     pub(crate) shut: bool,
@@ -31,6 +32,9 @@ pub(crate) struct Peer {
     local: SocketAddr,
     remote: SocketAddr,
 }
+
+/// A peer's room while it reads everything.
+pub(crate) const ALL: usize = usize::MAX;
 
 /// The local address of the harness's accepted connections.
 pub(crate) const LISTENING: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 8080);
@@ -74,7 +78,7 @@ impl Record {
         Peer {
             unread: Vec::new(),
             ended: false,
-            reading: self.reads == PeerReads::AtOnce,
+            room: if self.reads == PeerReads::AtOnce { ALL } else { 0 },
             taken: Vec::new(),
             shut: false,
             connecting,
@@ -82,6 +86,16 @@ impl Record {
             local,
             remote,
         }
+    }
+}
+
+impl Peer {
+    /// What the test reads now of `bytes`; returns how many.
+    fn take(&mut self, bytes: &[u8]) -> usize {
+        let n = bytes.len().min(self.room);
+        self.taken.extend_from_slice(&bytes[..n]);
+        self.room -= n;
+        n
     }
 }
 
@@ -126,26 +140,17 @@ impl Wire for Peer {
     }
 
     fn send(&mut self, output: &Output) -> io::Result<usize> {
-        if !self.reading {
-            return Ok(0);
-        }
-        self.taken.extend(output.to_vec());
-        Ok(output.len())
+        Ok(self.take(&output.to_vec()))
     }
 
     fn send_bytes(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        if !self.reading {
-            return Ok(0);
-        }
-        self.taken.extend_from_slice(bytes);
-        Ok(bytes.len())
+        Ok(self.take(bytes))
     }
 
     fn flush(&mut self, queue: &mut SendQueue) -> io::Result<usize> {
-        if !self.reading {
-            return Ok(0);
-        }
-        Ok(queue.take_into(&mut self.taken))
+        let n = queue.take_into(&mut self.taken, self.room);
+        self.room -= n;
+        Ok(n)
     }
 
     fn shutdown_write(&mut self) -> io::Result<()> {

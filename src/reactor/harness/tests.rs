@@ -562,3 +562,32 @@ fn a_connection_its_protocol_says_is_busy_is_under_the_message_timeout() {
     harness.advance(Duration::from_secs(2));
     assert_eq!(harness.closed(harness.id()), Some(Closed::TimedOut));
 }
+
+/// Answers every input with the same bytes.
+struct Answers(&'static [u8]);
+
+impl Protocol for Answers {
+    type Conn = ();
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+        io.write(self.0);
+        Verdict::keep(input.len())
+    }
+}
+
+#[test]
+fn a_slow_reader_takes_part_of_the_output_and_keeps_the_connection_past_the_send_timeout() {
+    let config = Config { send_timeout: Some(Duration::from_secs(2)), ..Config::default() };
+    let mut harness = Harness::with_config(Answers(b"0123456789"), config);
+    harness.receive(b"x");
+    let id = harness.id();
+    let mut read = Vec::new();
+    for _ in 0..4 {
+        harness.advance(Duration::from_millis(1500));
+        read.extend(harness.take_some_output_of(id, 2));
+    }
+    assert_eq!(read, b"01234567", "two bytes a read");
+    assert_eq!(harness.closed(id), None, "6 s, each read within 2 s of the last");
+    harness.advance(Duration::from_secs(3));
+    assert_eq!(harness.closed(id), Some(Closed::TimedOut), "3 s since the last read");
+}

@@ -16,11 +16,6 @@ impl<P: Protocol> Machine<P> {
         conn.ready.read_closed |= edge.read_closed;
     }
 
-    /// The wire takes no output for now (the harness's peer stopped reading).
-    pub(crate) fn not_writable(&mut self, conn: &mut Connection<P::Conn>) {
-        conn.ready.writable = false;
-    }
-
     /// Input arrived: `filled` when it filled the read, so more may wait.
     pub(crate) fn received(
         &mut self,
@@ -77,9 +72,7 @@ impl<P: Protocol> Machine<P> {
     pub(crate) fn flushed(&mut self, conn: &mut Connection<P::Conn>, sent: io::Result<usize>) {
         match sent {
             Ok(n) => {
-                if n > 0 {
-                    conn.deadline.output_progressed();
-                }
+                took(conn, n);
                 if conn.unsent() == 0 {
                     // An idle connection owns no buffer.
                     conn.queue = None;
@@ -104,13 +97,34 @@ impl<P: Protocol> Machine<P> {
         }
     }
 
-    /// Bytes moved on through the connection's pipe by a splice read: more may wait.
-    pub(crate) fn spliced(&mut self, conn: &mut Connection<P::Conn>) {
-        conn.ready.readable = true;
+    /// Whether `conn` takes bytes another connection spliced to it now: it is open
+    /// and established, and what was written to it before goes first.
+    pub(crate) fn takes_spliced(&self, conn: &Connection<P::Conn>) -> bool {
+        conn.is_open() && !conn.is_connecting() && conn.unsent() == 0
     }
 
-    /// The peer of `conn` took bytes another connection spliced to it.
-    pub(crate) fn progressed(&mut self, conn: &mut Connection<P::Conn>) {
+    /// What the wire of `conn` took of the bytes spliced to it: how many (none for
+    /// now, on `WouldBlock`), or how it closes.
+    pub(crate) fn emptied(
+        &mut self,
+        conn: &mut Connection<P::Conn>,
+        sent: io::Result<usize>,
+    ) -> Result<usize, Closed> {
+        match sent {
+            Ok(n) => {
+                took(conn, n);
+                Ok(n)
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(0),
+            Err(e) => Err(Closed::WriteFailed(e.kind())),
+        }
+    }
+}
+
+/// The peer of `conn` took `n` bytes of output: any is progress against the send
+/// timeout.
+fn took<C>(conn: &mut Connection<C>, n: usize) {
+    if n > 0 {
         conn.deadline.output_progressed();
     }
 }

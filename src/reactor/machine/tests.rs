@@ -5,7 +5,6 @@ use std::collections::VecDeque;
 use std::io;
 use std::time::Instant;
 
-use super::rules::RESUME_BELOW;
 use super::*;
 use crate::reactor::config::{Config, DrainPolicy, OUTPUT_BUDGET};
 use crate::reactor::io::{Ends, Io, NotConnected};
@@ -87,7 +86,7 @@ fn what_the_wire_does_not_take_is_queued_and_flushed_on_its_next_edge() {
     machine.ready(&mut conn, Edge { writable: true, ..Edge::default() });
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Flush);
     let mut taken = Vec::new();
-    assert_eq!(conn.queue().take_into(&mut taken), 4);
+    assert_eq!(conn.queue().take_into(&mut taken, usize::MAX), 4);
     machine.flushed(&mut conn, Ok(4));
     assert_eq!(taken, b"cdef");
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait);
@@ -103,7 +102,7 @@ fn a_pause_goes_on_with_the_held_input_once_its_output_is_sent() {
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait, "paused: not read, output unsent");
     machine.ready(&mut conn, Edge { writable: true, ..Edge::default() });
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Flush);
-    conn.queue().take_into(&mut Vec::new());
+    conn.queue().take_into(&mut Vec::new(), usize::MAX);
     machine.flushed(&mut conn, Ok(2));
     // Sent: called again with what it held, before anything more is read.
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::HandHeld);
@@ -165,7 +164,7 @@ fn a_close_with_nothing_after_it_closes_once_its_output_is_sent() {
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait, "held to the send timeout");
     machine.ready(&mut conn, Edge { writable: true, ..Edge::default() });
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Flush);
-    conn.queue().take_into(&mut Vec::new());
+    conn.queue().take_into(&mut Vec::new(), usize::MAX);
     machine.flushed(&mut conn, Ok(3));
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Close(Closed::Done));
 }
@@ -197,7 +196,7 @@ fn output_over_the_budget_stops_the_reading_until_it_drains() {
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait, "input waits, though the read filled the buffer");
     machine.ready(&mut conn, Edge { writable: true, ..Edge::default() });
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Flush);
-    conn.queue().take_into(&mut Vec::new());
+    conn.queue().take_into(&mut Vec::new(), usize::MAX);
     machine.flushed(&mut conn, Ok(OUTPUT_BUDGET + 1));
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Read, "drained: read again, without a new edge");
 }
@@ -215,17 +214,20 @@ fn a_writer_over_anothers_budget_is_blocked_and_released_once_that_drains_below_
     assert!(machine.block(&mut writer));
     assert!(!machine.block(&mut writer), "once");
     assert_eq!(machine.poll(&mut writer, TOKEN), Step::Wait, "blocked: not read");
+    // The peer takes all but half the budget and a byte: not yet down to half.
+    let half = OUTPUT_BUDGET / 2;
     machine.ready(&mut other, Edge { writable: true, ..Edge::default() });
-    let mut taken = Vec::new();
-    other.queue().take_into(&mut taken);
-    // Put back all but half the budget: not yet below half.
-    other.queue().push_bytes(&taken[..RESUME_BELOW + 1]);
-    machine.flushed(&mut other, Ok(1));
-    machine.not_writable(&mut other);
+    assert_eq!(machine.poll(&mut other, TOKEN), Step::Flush);
+    let taken = other.queue().take_into(&mut Vec::new(), OUTPUT_BUDGET - half);
+    machine.flushed(&mut other, Ok(taken));
+    assert_eq!(other.unsent(), half + 1);
     assert_eq!(machine.poll(&mut other, TOKEN), Step::Wait, "still over half the budget");
-    other.queue().take_into(&mut Vec::new());
-    machine.flushed(&mut other, Ok(RESUME_BELOW + 1));
-    assert_eq!(machine.poll(&mut other, TOKEN), Step::Release, "drained: the writer goes on");
+    // Then one more: down to half.
+    machine.ready(&mut other, Edge { writable: true, ..Edge::default() });
+    assert_eq!(machine.poll(&mut other, TOKEN), Step::Flush);
+    let taken = other.queue().take_into(&mut Vec::new(), 1);
+    machine.flushed(&mut other, Ok(taken));
+    assert_eq!(machine.poll(&mut other, TOKEN), Step::Release, "down to half the budget: the writer goes on");
     assert_eq!(machine.poll(&mut other, TOKEN), Step::Wait, "once");
     machine.unblock(&mut writer);
     assert_eq!(machine.poll(&mut writer, TOKEN), Step::Read);
@@ -246,11 +248,82 @@ fn a_connection_being_opened_queues_its_output_until_established_then_opens() {
 }
 
 #[test]
-fn input_held_beyond_the_limit_closes_the_connection() {
-    let (mut machine, mut conn) = machine(&[(0, Flow::Continue, b"")]);
+fn input_held_up_to_the_limit_is_kept_and_a_byte_beyond_it_closes_the_connection() {
+    let (mut machine, mut conn) = machine(&[(0, Flow::Continue, b""), (0, Flow::Continue, b"")]);
     let limit = Config::default().max_pending_input;
-    machine.received(&mut conn, TOKEN, ENDS, &vec![b'z'; limit + 1], false);
+    machine.received(&mut conn, TOKEN, ENDS, &vec![b'z'; limit], false);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait, "at the limit: kept");
+    machine.received(&mut conn, TOKEN, ENDS, b"z", false);
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Close(Closed::Done));
+}
+
+#[test]
+fn output_of_exactly_the_budget_unsent_lets_the_reading_go_on() {
+    let exact: &'static [u8] = Box::leak(vec![b'x'; OUTPUT_BUDGET].into_boxed_slice());
+    let (mut machine, mut conn) = machine(&[(1, Flow::Continue, exact)]);
+    machine.received(&mut conn, TOKEN, ENDS, b"x", true);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Send);
+    machine.sent(&mut conn, Ok(0));
+    assert_eq!(conn.unsent(), OUTPUT_BUDGET);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Read);
+}
+
+#[test]
+fn a_slow_peers_progress_extends_the_send_timeout_and_a_flush_that_moves_nothing_does_not() {
+    let (mut machine, mut conn) = machine(&[(1, Flow::Continue, b"a long answer")]);
+    machine.set_time(machine.now(), 100);
+    machine.received(&mut conn, TOKEN, ENDS, b"x", false);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Send);
+    machine.sent(&mut conn, Ok(0));
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait);
+    let flush = |machine: &mut Machine<Script>, conn: &mut Connection<()>, second: u32, bytes: usize| {
+        machine.set_time(machine.now(), second);
+        machine.ready(conn, Edge { writable: true, ..Edge::default() });
+        assert_eq!(machine.poll(conn, TOKEN), Step::Flush);
+        let taken = conn.queue().take_into(&mut Vec::new(), bytes);
+        machine.flushed(conn, Ok(taken));
+        assert_eq!(machine.poll(conn, TOKEN), Step::Wait);
+    };
+    // 30 s to send from 100; the peer takes a byte at 125, and at 150.
+    flush(&mut machine, &mut conn, 125, 1);
+    flush(&mut machine, &mut conn, 150, 1);
+    machine.set_time(machine.now(), 170);
+    assert!(!machine.expired(&conn), "the peer took a byte 20 s ago");
+    // An edge on which it takes nothing is no progress.
+    flush(&mut machine, &mut conn, 175, 0);
+    machine.set_time(machine.now(), 181);
+    assert!(machine.expired(&conn), "30 s since the peer last took a byte");
+}
+
+#[test]
+fn spliced_bytes_wait_for_a_target_being_opened_closing_or_with_output_of_its_own() {
+    let (mut machine, mut open) = machine(&[]);
+    assert!(machine.takes_spliced(&open));
+    assert!(!machine.takes_spliced(&Connection::connecting()), "being opened");
+    assert!(machine.takes_bytes_now(&mut open, b"before"));
+    machine.sent_bytes(&mut open, b"before", Ok(2));
+    assert!(!machine.takes_spliced(&open), "what was written to it goes first");
+    let mut closing = Connection::open();
+    machine.close_asked(&mut closing);
+    assert!(!machine.takes_spliced(&closing), "closing");
+}
+
+#[test]
+fn what_a_target_took_of_a_splice_is_progress_and_an_error_closes_it() {
+    let (mut machine, mut conn) = machine(&[(1, Flow::Continue, b"answer")]);
+    machine.set_time(machine.now(), 100);
+    machine.received(&mut conn, TOKEN, ENDS, b"x", false);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Send);
+    machine.sent(&mut conn, Ok(0));
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait, "30 s to send, from 100");
+    machine.set_time(machine.now(), 125);
+    assert_eq!(machine.emptied(&mut conn, Ok(4096)), Ok(4096));
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait);
+    machine.set_time(machine.now(), 140);
+    assert!(!machine.expired(&conn), "the peer took spliced bytes at 125");
+    assert_eq!(machine.emptied(&mut conn, Err(io::ErrorKind::WouldBlock.into())), Ok(0), "none for now");
+    let reset = machine.emptied(&mut conn, Err(io::ErrorKind::ConnectionReset.into()));
+    assert_eq!(reset, Err(Closed::WriteFailed(io::ErrorKind::ConnectionReset)));
 }
 
 #[test]
