@@ -38,18 +38,7 @@ pub(crate) fn steps<P: Protocol, W: Wire>(
     reads: &mut usize,
 ) -> Needs {
     loop {
-        let step = machine.poll(conn, token);
-        if let Step::Read | Step::HandHeld | Step::Discard | Step::Splice = step {
-            if *reads == READS_PER_WAKE || !machine.io.orders.is_empty() {
-                // What the protocol ordered (bytes written on to another connection)
-                // is done before more is read; and one connection's input does not
-                // starve the others'.
-                machine.rearm(conn, token);
-                return Needs::Again;
-            }
-            *reads += 1;
-        }
-        match step {
+        match machine.poll(conn, token) {
             Step::Send => {
                 let sent = wire.send(machine.output());
                 machine.sent(conn, sent);
@@ -59,20 +48,39 @@ pub(crate) fn steps<P: Protocol, W: Wire>(
                 machine.flushed(conn, sent);
             }
             Step::Release => return Needs::Release,
-            Step::Read => match wire.recv(buffer) {
-                Ok(0) => {
-                    machine.input_ended(conn, token, Ends::of(wire));
+            Step::Read | Step::HandHeld | Step::Discard | Step::Splice
+                if *reads == READS_PER_WAKE || !machine.io.orders.is_empty() =>
+            {
+                // What the protocol ordered (bytes written on to another connection)
+                // is done before more is read; and one connection's input does not
+                // starve the others'.
+                machine.rearm(conn, token);
+                return Needs::Again;
+            }
+            Step::Read => {
+                *reads += 1;
+                match wire.recv(buffer) {
+                    Ok(0) => {
+                        machine.input_ended(conn, token, Ends::of(wire));
+                    }
+                    Ok(n) => machine.received(conn, token, Ends::of(wire), &buffer[..n], n == buffer.len()),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => machine.nothing_to_read(conn),
+                    Err(e) => machine.read_failed(conn, e.kind()),
                 }
-                Ok(n) => machine.received(conn, token, Ends::of(wire), &buffer[..n], n == buffer.len()),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => machine.nothing_to_read(conn),
-                Err(e) => machine.read_failed(conn, e.kind()),
-            },
-            Step::HandHeld => machine.hand_held(conn, token, Ends::of(wire)),
+            }
+            Step::HandHeld => {
+                *reads += 1;
+                machine.hand_held(conn, token, Ends::of(wire));
+            }
             Step::Discard => {
+                *reads += 1;
                 let read = wire.recv(buffer);
                 machine.discarded(conn, read);
             }
-            Step::Splice => return Needs::Splice,
+            Step::Splice => {
+                *reads += 1;
+                return Needs::Splice;
+            }
             Step::ShutdownWrite => {
                 let result = wire.shutdown_write();
                 machine.shut_down(conn, result);
