@@ -418,3 +418,13 @@ fn a_close_from_input_held_over_a_pause_lingers_whatever_the_edges_said() {
     machine.sent(&mut conn, Ok(3));
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Linger);
 }
+
+#[test]
+fn resume_leaves_a_connection_that_holds_nothing_reading_while_its_output_waits() {
+    let (mut machine, mut conn) = machine(&[(1, Flow::Continue, b"answer")]);
+    machine.received(&mut conn, TOKEN, ENDS, b"x", true);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Send);
+    machine.sent(&mut conn, Ok(0));
+    machine.resume(&mut conn);
+    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Read, "not paused for its output");
+}
