@@ -60,6 +60,9 @@ struct Pairs {
     /// Whether an end whose input ended asks to splice it on then (which does
     /// nothing: there is nothing more to move).
     splice_at_end: bool,
+    /// Whether input on the accepted end marks both ends busy, and input on the
+    /// dialed end (the answer) marks both idle, as a proxy's exchange.
+    marks_busy: bool,
     /// Each dialed connection, with the accepted one that dialed it, until woken.
     dialed: Vec<(ConnId, ConnId)>,
     log: Vec<String>,
@@ -73,7 +76,14 @@ struct End {
 
 impl Pairs {
     fn new(target: SocketAddr) -> Pairs {
-        Pairs { target, splice: false, splice_at_end: false, dialed: Vec::new(), log: Vec::new() }
+        Pairs {
+            target,
+            splice: false,
+            splice_at_end: false,
+            marks_busy: false,
+            dialed: Vec::new(),
+            log: Vec::new(),
+        }
     }
 
     fn splicing(target: SocketAddr) -> Pairs {
@@ -120,6 +130,15 @@ impl Protocol for Pairs {
     fn on_data(&mut self, end: &mut End, input: &[u8], io: &mut Io<'_>) -> Verdict {
         if let Some(peer) = end.peer {
             io.write_to(peer, input);
+            if self.marks_busy {
+                for id in [io.id(), peer] {
+                    if end.dialed {
+                        io.set_idle(id);
+                    } else {
+                        io.set_busy(id);
+                    }
+                }
+            }
         }
         Verdict::keep(input.len())
     }
@@ -196,6 +215,51 @@ fn a_splice_asked_for_once_the_input_ended_does_nothing() {
     turn_for(&mut reactor, Duration::from_millis(100));
     let ends = reactor.protocol().log.iter().filter(|line| *line == "input ended").count();
     assert_eq!(ends, 1, "{:?}", reactor.protocol().log);
+}
+
+/// A request sent through a pair, and a graceful stop (grace 50 ms) begun while
+/// the backend has not answered; after 300 ms the backend answers. Returns the
+/// connections open before the answer, and what the client read to its end.
+fn answer_in_a_stop(marks_busy: bool) -> (usize, Vec<u8>) {
+    let backend = TcpListener::bind("127.0.0.1:0").expect("a backend");
+    let target = backend.local_addr().expect("its address");
+    let (mut reactor, addr) = reactor(Pairs { marks_busy, ..Pairs::new(target) }, Config::default());
+    let mut client = connect(addr);
+    turn_until(&mut reactor, "the dialed connection established", |r| r.protocol().logged("established"));
+    let (mut upstream, _) = backend.accept().expect("the loop's connection");
+    upstream.set_read_timeout(Some(WAIT)).expect("a read timeout");
+    client.write_all(b"request").expect("sending");
+    let forwarded = std::thread::spawn(move || {
+        let mut request = [0; 13];
+        upstream.read_exact(&mut request).map(|()| (request, upstream))
+    });
+    turn_until(&mut reactor, "the request forwarded", |_| forwarded.is_finished());
+    let (request, mut upstream) = forwarded.join().expect("the backend").expect("the request");
+    assert_eq!(&request, b"first request");
+    let options = DrainOptions {
+        listener: ListenerFate::HandOver,
+        grace: Duration::from_millis(50),
+        timeout: Duration::from_secs(30),
+    };
+    reactor.drain(options);
+    turn_for(&mut reactor, Duration::from_millis(300));
+    let open = reactor.stats().open;
+    // A backend gone with its connection just reads the end of the stream.
+    let _ = upstream.write_all(b"answer");
+    let reading = std::thread::spawn(move || {
+        let mut answer = Vec::new();
+        client.read_to_end(&mut answer).map(|_| answer)
+    });
+    turn_until(&mut reactor, "the client's connection ended", |_| reading.is_finished());
+    let answer = reading.join().expect("the client").expect("reading");
+    turn_until(&mut reactor, "every connection closed", |r| r.stats().open == 0);
+    (open, answer)
+}
+
+#[test]
+fn a_stop_leaves_an_exchange_marked_busy_until_its_answer_is_sent_then_closes_both_ends() {
+    assert_eq!(answer_in_a_stop(true), (2, b"answer".to_vec()));
+    assert_eq!(answer_in_a_stop(false), (0, Vec::new()), "unmarked, both ends look idle and are closed");
 }
 
 #[test]

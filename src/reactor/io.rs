@@ -261,6 +261,24 @@ impl<'a> Io<'a> {
         self.orders.push(Order::Drain(self.id.token(), policy));
     }
 
+    /// Marks connection `id` (this one or another) busy: in the middle of an
+    /// exchange that another connection carries on, as a proxy's client whose
+    /// request waits at a backend, and the backend's connection that owes the
+    /// answer. A graceful stop leaves a busy connection open, past its grace, until
+    /// it is [set idle](Io::set_idle) (or closes, or the stop's timeout comes);
+    /// then it closes as soon as nothing is pending, its answer sent. The mark
+    /// changes no timeout: the exchange's own are the other connection's. Like
+    /// [`write_to`](Io::write_to), it is done when the callback returns.
+    pub fn set_busy(&mut self, id: ConnId) {
+        self.orders.push(Order::Busy(id.token(), true));
+    }
+
+    /// Ends the mark of [`set_busy`](Io::set_busy) on connection `id`: it is idle
+    /// again once nothing is pending.
+    pub fn set_idle(&mut self, id: ConnId) {
+        self.orders.push(Order::Busy(id.token(), false));
+    }
+
     /// Opens a connection to `addr` (non-blocking, `TCP_NODELAY`) and returns its id
     /// at once; its state is created with `Default`, as an accepted one's is. Bytes
     /// written to it meanwhile wait until it is established; then

@@ -1,5 +1,6 @@
 //! What a callback asks of the rest of the loop through its [`Io`](super::io::Io):
-//! open a connection, write to, wake, resume, shut down or close another. The
+//! open a connection, write to, wake, resume, shut down, close or mark busy
+//! another. The
 //! connection being served is borrowed during the call, so each order is queued
 //! here, to be carried out as soon as the call returns, in the same turn.
 
@@ -26,6 +27,9 @@ pub(crate) enum Order {
     Close(Token),
     Idle(Token, IdleTimeout),
     Drain(Token, DrainPolicy),
+    /// The connection is busy with an exchange another carries on (`true`), or
+    /// no longer.
+    Busy(Token, bool),
     /// Splice the first connection's input on to the second.
     Splice(Token, Token),
 }

@@ -174,7 +174,9 @@ pub trait Protocol {
     /// holds it to the message timeout rather than the idle one (unless it has a
     /// timer of its own: see [the loop's timeouts](Protocol#the-loops-timeouts)),
     /// does not close it in a graceful stop, and, if the protocol closes it, reads
-    /// what the peer still sends before closing.
+    /// what the peer still sends before closing. (A connection waiting on another,
+    /// whose state that other's callbacks cannot change, is marked with
+    /// [`Io::set_busy`] instead.)
     fn is_busy(_conn: &Self::Conn) -> bool {
         false
     }

@@ -142,8 +142,18 @@ impl<P: Protocol> Machine<P> {
     }
 
     /// Whether a graceful stop may close `conn` now, as an idle one: nothing
-    /// pending, the protocol not busy, and not a connection the stop leaves alone.
+    /// pending, the protocol not busy with it (by its state or its word), and not a
+    /// connection the stop leaves alone.
     pub(crate) fn may_close_idle(&self, conn: &Connection<P::Conn>) -> bool {
-        conn.has_nothing_pending() && !P::is_busy(&conn.state) && conn.drain == DrainPolicy::CloseWhenIdle
+        conn.has_nothing_pending()
+            && !conn.busy
+            && !P::is_busy(&conn.state)
+            && conn.drain == DrainPolicy::CloseWhenIdle
+    }
+
+    /// The protocol says `conn` is in the middle of an exchange another connection
+    /// carries on (`busy`), or no longer is.
+    pub(crate) fn set_busy(&mut self, conn: &mut Connection<P::Conn>, busy: bool) {
+        conn.busy = busy;
     }
 }

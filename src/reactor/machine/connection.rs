@@ -88,6 +88,9 @@ pub(crate) struct Connection<S> {
     pub(super) blocked: bool,
     /// Connections are blocked on this one's output (see `blocked`).
     pub(super) blocking: bool,
+    /// In the middle of an exchange another connection carries on, as the protocol
+    /// said ([`Io::set_busy`](crate::reactor::Io::set_busy)): a graceful stop leaves it.
+    pub(super) busy: bool,
     pub(super) idle: IdleTimeout,
     pub(super) drain: DrainPolicy,
     pub(super) deadline: Deadline,
@@ -116,6 +119,7 @@ impl<S: Default> Connection<S> {
             ready: Ready::default(),
             blocked: false,
             blocking: false,
+            busy: false,
             idle: IdleTimeout::FromConfig,
             drain: DrainPolicy::CloseWhenIdle,
             deadline: Deadline::default(),
