@@ -70,7 +70,7 @@ use clap::Parser;
 use percore::cli::{self, ServerArgs};
 use percore::http::{http_date, Limits, Method, Parsed, Progress, Request, Version, DATE_LEN};
 use percore::listen::Opening;
-use percore::reactor::{Counts, Io, Protocol, Verdict};
+use percore::reactor::{Conns, Counts, Io, Protocol, Verdict};
 
 #[derive(Debug, Parser)]
 #[command(about = "Serves the regular files under a directory, each sent with sendfile(2)")]
@@ -254,11 +254,11 @@ impl Protocol for StaticFiles {
         }
     }
 
-    fn on_tick(&mut self, now: SystemTime) {
+    fn on_tick(&mut self, now: SystemTime, _conns: &mut Conns<'_>) {
         self.date = http_date(now);
     }
 
-    fn on_drain(&mut self) {
+    fn on_drain(&mut self, _conns: &mut Conns<'_>) {
         self.draining = true;
     }
 

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use percore::listen::{self, ListenOptions, Opening};
 use percore::reactor::{
-    Closed, Config, ConnId, DrainOptions, DrainPolicy, Flow, IdleTimeout, Io, ListenerFate, Protocol,
+    Closed, Config, ConnId, Conns, DrainOptions, DrainPolicy, Flow, IdleTimeout, Io, ListenerFate, Protocol,
     Reactor, Verdict,
 };
 use util::connect;
@@ -60,6 +60,9 @@ struct Pairs {
     /// Whether an end whose input ended asks to splice it on then (which does
     /// nothing: there is nothing more to move).
     splice_at_end: bool,
+    /// Whether a graceful stop closes the dialed ends at once, as a pool's idle
+    /// connections.
+    closes_dialed_at_drain: bool,
     /// Whether input on the accepted end marks both ends busy, and input on the
     /// dialed end (the answer) marks both idle, as a proxy's exchange.
     marks_busy: bool,
@@ -81,6 +84,7 @@ impl Pairs {
             splice: false,
             splice_at_end: false,
             marks_busy: false,
+            closes_dialed_at_drain: false,
             dialed: Vec::new(),
             log: Vec::new(),
         }
@@ -154,6 +158,14 @@ impl Protocol for Pairs {
                 Flow::Continue
             }
             None => Flow::Close,
+        }
+    }
+
+    fn on_drain(&mut self, conns: &mut Conns<'_>) {
+        if self.closes_dialed_at_drain {
+            for &(dialed, _) in &self.dialed {
+                conns.close(dialed);
+            }
         }
     }
 
@@ -254,6 +266,29 @@ fn answer_in_a_stop(marks_busy: bool) -> (usize, Vec<u8>) {
     let answer = reading.join().expect("the client").expect("reading");
     turn_until(&mut reactor, "every connection closed", |r| r.stats().open == 0);
     (open, answer)
+}
+
+#[test]
+fn on_drain_closes_connections_by_id_at_once_and_the_stop_keeps_the_rest_through_its_grace() {
+    let backend = TcpListener::bind("127.0.0.1:0").expect("a backend");
+    let target = backend.local_addr().expect("its address");
+    let pairs = Pairs { closes_dialed_at_drain: true, ..Pairs::new(target) };
+    let (mut reactor, addr) = reactor(pairs, Config::default());
+    let _client = connect(addr);
+    turn_until(&mut reactor, "the dialed connection established", |r| r.protocol().logged("established"));
+    let (mut upstream, _) = backend.accept().expect("the loop's connection");
+    upstream.set_read_timeout(Some(WAIT)).expect("a read timeout");
+    let options =
+        DrainOptions { listener: ListenerFate::HandOver, grace: WAIT, timeout: Duration::from_secs(30) };
+    reactor.drain(options);
+    let reading = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        upstream.read_to_end(&mut all).map(|_| all)
+    });
+    turn_until(&mut reactor, "the dialed connection closed", |_| reading.is_finished());
+    assert_eq!(reading.join().expect("the backend").expect("reading"), b"first ");
+    assert!(reactor.protocol().logged("dialed closed: Done"), "{:?}", reactor.protocol().log);
+    assert_eq!(reactor.stats().open, 1, "the client is kept through the grace");
 }
 
 #[test]

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use percore::listen::{self, ListenOptions, Opening};
 use percore::reactor::{
-    Closed, Config, ConnId, DrainOptions, Flow, Io, ListenerFate, Protocol, Reactor, Returned, Verdict,
+    Closed, Config, ConnId, Conns, DrainOptions, Flow, Io, ListenerFate, Protocol, Reactor, Returned, Verdict,
 };
 use util::{connect, read_text, tcp_queues};
 
@@ -243,7 +243,7 @@ impl Protocol for TimesTheFirst {
         Flow::Continue
     }
 
-    fn on_tick(&mut self, _now: std::time::SystemTime) {
+    fn on_tick(&mut self, _now: std::time::SystemTime, _conns: &mut Conns<'_>) {
         self.ticks += 1;
     }
 }

@@ -14,7 +14,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
 use percore::listen::{self, ListenOptions, Opening};
-use percore::reactor::{Closed, Config, ConnId, Flow, Io, Protocol, Reactor, Returned, Verdict};
+use percore::reactor::{Closed, Config, ConnId, Conns, Flow, Io, Protocol, Reactor, Returned, Verdict};
 use util::{connect, read_text, tcp_queues};
 
 /// Bound on every wait for the loop or the peer.
@@ -283,7 +283,7 @@ impl Protocol for Timed {
         self.closes += 1;
     }
 
-    fn on_tick(&mut self, _now: SystemTime) {
+    fn on_tick(&mut self, _now: SystemTime, _conns: &mut Conns<'_>) {
         self.ticks += 1;
     }
 }

@@ -8,7 +8,7 @@ use super::date::http_date;
 use super::memo::{Head, HeadMemo};
 use super::parse::{Limits, Method, Parsed, Progress, Version};
 use super::prebuilt::{Body, Persist, Response, Variants};
-use crate::reactor::{Counts, Flow, Io, Protocol, Verdict, READ_BUFFER};
+use crate::reactor::{Conns, Counts, Flow, Io, Protocol, Verdict, READ_BUFFER};
 
 /// Answers a connection may have waiting for their delay; then it is not read
 /// until they go, so a client that pipelines cannot grow the worker.
@@ -307,7 +307,7 @@ impl Protocol for Hello {
         conn.body_left > 0 || conn.delayed.as_ref().is_some_and(|delayed| !delayed.is_empty())
     }
 
-    fn on_drain(&mut self) {
+    fn on_drain(&mut self, _conns: &mut Conns<'_>) {
         self.draining = true;
     }
 
@@ -315,7 +315,7 @@ impl Protocol for Hello {
         self.counts
     }
 
-    fn on_tick(&mut self, now: SystemTime) {
+    fn on_tick(&mut self, now: SystemTime, _conns: &mut Conns<'_>) {
         let date = http_date(now);
         self.ok.set_date(&date);
         self.not_allowed.set_date(&date);

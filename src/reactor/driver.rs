@@ -8,7 +8,8 @@ use std::io;
 use std::net::SocketAddr;
 
 use super::blocked::Blocked;
-use super::io::{ConnId, Ends, NotConnected};
+use super::conns::ConnId;
+use super::io::{Ends, NotConnected};
 use super::machine::{Connection, Edge, Machine};
 use super::orders::{Batch, Order};
 use super::protocol::{Closed, Flow, Protocol, Verdict};

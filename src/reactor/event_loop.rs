@@ -12,8 +12,8 @@ use std::time::{Duration, Instant, SystemTime};
 use super::accept::{Accepted, Acceptor};
 use super::clock::Clock;
 use super::config::Config;
+use super::conns::ConnId;
 use super::driver::Driver;
-use super::io::ConnId;
 use super::machine::{Edge, Machine};
 use super::protocol::{Closed, Protocol};
 use super::slab::{Token, MAX_INDEX};
@@ -192,7 +192,8 @@ impl<P: Protocol> Reactor<P> {
     /// Runs the loop until the watched descriptor is readable or a drain finished;
     /// without either it runs until epoll itself fails.
     pub fn run(&mut self) -> stdio::Result<Returned> {
-        self.driver.machine.protocol.on_tick(SystemTime::now());
+        self.driver.machine.tick(SystemTime::now());
+        self.driver.run_orders();
         loop {
             if let Some(returned) = self.turn(None)? {
                 return Ok(returned);
@@ -216,7 +217,8 @@ impl<P: Protocol> Reactor<P> {
         let tick = self.clock.advance();
         self.driver.machine.set_time(self.clock.instant(), self.clock.now());
         if let Some(now) = tick {
-            self.driver.machine.protocol.on_tick(now);
+            self.driver.machine.tick(now);
+            self.driver.run_orders();
         }
         if !held && events.iter().any(|event| event.token() == CONTROL) {
             // The owner hears of its descriptor before the rest of the batch is
@@ -326,6 +328,7 @@ impl<P: Protocol> Reactor<P> {
         }
         self.stop = Some(Stop::new(&options, self.clock.instant(), self.clock.now()));
         self.driver.machine.stop_begun();
+        self.driver.run_orders();
         match options.listener {
             ListenerFate::HandOver => self.acceptor.drop_listener(&self.driver.registry),
             ListenerFate::CloseAfterQueue => self.accept_ready(),

@@ -14,8 +14,8 @@ pub use peer::PeerReads;
 use peer::{Peer, Record, ALL};
 
 use super::config::Config;
+use super::conns::ConnId;
 use super::driver::Driver;
-use super::io::ConnId;
 use super::machine::{Edge, Machine};
 use super::protocol::{Closed, Flow, Protocol, Verdict};
 use super::slab::Token;
@@ -203,9 +203,11 @@ impl<P: Protocol> Harness<P> {
     }
 
     /// Calls [`Protocol::on_tick`] with `now`, as the loop does at the turn of a
-    /// wall-clock second.
+    /// wall-clock second, and carries out what it asks.
     pub fn tick(&mut self, now: SystemTime) {
-        self.driver.machine.protocol.on_tick(now);
+        self.driver.machine.tick(now);
+        self.driver.run_orders();
+        self.settle();
     }
 
     /// Begins a graceful stop, as the loop does: [`Protocol::on_drain`] is called,
@@ -213,6 +215,8 @@ impl<P: Protocol> Harness<P> {
     /// stay until [`grace_over`](Harness::grace_over).
     pub fn drain(&mut self) {
         self.driver.machine.stop_begun();
+        self.driver.run_orders();
+        self.settle();
     }
 
     /// The graceful stop's grace is over: idle connections close, as

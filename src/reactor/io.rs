@@ -8,26 +8,11 @@ use std::time::{Duration, Instant};
 
 use super::clock::far_future;
 use super::config::{DrainPolicy, IdleTimeout, OUTPUT_BUDGET};
+use super::conns::{ConnId, Conns};
 use super::orders::{Order, Orders};
 use super::output::Output;
 use super::slab::Token;
 use super::timers::Timers;
-
-/// Names one connection of a loop, for [`Io::write_to`], [`Io::wake`] and the other
-/// calls that reach another connection; a closed connection's id never names a
-/// later one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ConnId(u64);
-
-impl ConnId {
-    pub(crate) fn of(token: Token) -> ConnId {
-        ConnId(token.0)
-    }
-
-    pub(crate) fn token(self) -> Token {
-        Token(self.0)
-    }
-}
 
 /// What a callback can do: on its connection, write output, set its timer, and see
 /// the loop's time; on the loop, open a connection and write to, wake, resume,
@@ -71,7 +56,7 @@ pub struct Io<'a> {
     /// Bytes the connection had queued, unsent, before this call.
     queued: usize,
     timers: &'a mut Timers,
-    orders: &'a mut Orders,
+    conns: Conns<'a>,
 }
 
 /// Where a connection's two ends are, as its wire (a socket, or the harness's
@@ -125,6 +110,11 @@ pub(crate) struct IoState {
 }
 
 impl IoState {
+    /// The connections, for a callback that has none of its own.
+    pub(crate) fn conns(&mut self) -> Conns<'_> {
+        Conns { orders: &mut self.orders }
+    }
+
     /// Timers counted from `origin`, nothing written, nothing asked.
     pub(crate) fn new(origin: Instant) -> IoState {
         IoState {
@@ -147,7 +137,7 @@ impl IoState {
         debug_assert!(self.output_of.is_none(), "a call's output was neither sent nor queued");
         self.output.clear();
         let (output, timers, orders) = (&mut self.output, &mut self.timers, &mut self.orders);
-        Io { id: ConnId::of(token), ends, now, output, queued, timers, orders }
+        Io { id: ConnId::of(token), ends, now, output, queued, timers, conns: Conns { orders } }
     }
 }
 
@@ -252,85 +242,13 @@ impl<'a> Io<'a> {
     /// Whether this connection is closed when it stays idle for the loop's idle
     /// timeout (the default), or never.
     pub fn set_idle_timeout(&mut self, idle: IdleTimeout) {
-        self.orders.push(Order::Idle(self.id.token(), idle));
+        self.conns.orders.push(Order::Idle(self.id.token(), idle));
     }
 
     /// What a graceful stop does with this connection when it is idle: close it
     /// once the grace is over (the default), or leave it until it closes.
     pub fn set_drain_policy(&mut self, policy: DrainPolicy) {
-        self.orders.push(Order::Drain(self.id.token(), policy));
-    }
-
-    /// Marks connection `id` (this one or another) busy: in the middle of an
-    /// exchange that another connection carries on, as a proxy's client whose
-    /// request waits at a backend, and the backend's connection that owes the
-    /// answer. A graceful stop leaves a busy connection open, past its grace, until
-    /// it is [set idle](Io::set_idle) (or closes, or the stop's timeout comes);
-    /// then it closes as soon as nothing is pending, its answer sent. The mark
-    /// changes no timeout: the exchange's own are the other connection's. Like
-    /// [`write_to`](Io::write_to), it is done when the callback returns.
-    pub fn set_busy(&mut self, id: ConnId) {
-        self.orders.push(Order::Busy(id.token(), true));
-    }
-
-    /// Ends the mark of [`set_busy`](Io::set_busy) on connection `id`: it is idle
-    /// again once nothing is pending.
-    pub fn set_idle(&mut self, id: ConnId) {
-        self.orders.push(Order::Busy(id.token(), false));
-    }
-
-    /// Opens a connection to `addr` (non-blocking, `TCP_NODELAY`) and returns its id
-    /// at once; its state is created with `Default`, as an accepted one's is. Bytes
-    /// written to it meanwhile wait until it is established; then
-    /// [`Protocol::on_open`](super::Protocol::on_open) is called for it. If it cannot
-    /// be established (refused, unreachable, or not within the connect timeout),
-    /// [`Protocol::on_close`](super::Protocol::on_close) is called for it with
-    /// [`Closed::ConnectFailed`](super::Closed::ConnectFailed) instead, and its
-    /// state. [`close`](Io::close) and [`shutdown`](Io::shutdown) wait for it to be
-    /// established and its output sent.
-    ///
-    /// `on_open` is the same callback for accepted and opened connections: a
-    /// protocol that needs to tell them apart (or to give an opened one its
-    /// partner) remembers the ids it opened, as a relay does:
-    ///
-    /// ```
-    /// use std::collections::HashMap;
-    /// use percore::reactor::{ConnId, Flow, Io, Protocol, Verdict};
-    ///
-    /// struct Relay {
-    ///     backend: std::net::SocketAddr,
-    ///     /// Each connection opened and not yet established, with its client.
-    ///     opening: HashMap<ConnId, ConnId>,
-    /// }
-    ///
-    /// impl Protocol for Relay {
-    ///     type Conn = Option<ConnId>; // the other end
-    ///
-    ///     fn on_open(&mut self, peer: &mut Option<ConnId>, io: &mut Io<'_>) -> Flow {
-    ///         *peer = Some(match self.opening.remove(&io.id()) {
-    ///             Some(client) => client, // a backend, established
-    ///             None => {
-    ///                 // a client, accepted: its backend is opened
-    ///                 let backend = io.connect(self.backend);
-    ///                 self.opening.insert(backend, io.id());
-    ///                 backend
-    ///             }
-    ///         });
-    ///         Flow::Continue
-    ///     }
-    ///
-    ///     fn on_data(&mut self, peer: &mut Option<ConnId>, input: &[u8], io: &mut Io<'_>) -> Verdict {
-    ///         if let Some(peer) = *peer {
-    ///             io.write_to(peer, input);
-    ///         }
-    ///         Verdict::keep(input.len())
-    ///     }
-    /// }
-    /// ```
-    pub fn connect(&mut self, addr: SocketAddr) -> ConnId {
-        let token = self.orders.ids.take();
-        self.orders.push(Order::Connect(token, addr));
-        ConnId::of(token)
+        self.conns.orders.push(Order::Drain(self.id.token(), policy));
     }
 
     /// Copies `bytes` to the output of connection `to` (this one's: as
@@ -343,7 +261,7 @@ impl<'a> Io<'a> {
             return self.write(bytes);
         }
         if !bytes.is_empty() {
-            self.orders.write(self.id.token(), to.token(), bytes);
+            self.conns.orders.write(self.id.token(), to.token(), bytes);
         }
     }
 
@@ -361,38 +279,42 @@ impl<'a> Io<'a> {
     /// once), or one the kernel cannot give a pipe for (the input keeps reaching
     /// `on_data`). The [`Harness`](super::Harness) splices nothing.
     pub fn splice_to(&mut self, to: ConnId) {
-        self.orders.push(Order::Splice(self.id.token(), to.token()));
+        self.conns.orders.push(Order::Splice(self.id.token(), to.token()));
     }
 
-    /// Calls [`Protocol::on_wake`](super::Protocol::on_wake) for connection `id`, if
-    /// it is open (even if not yet established). This and the calls below do nothing
-    /// for a connection that is closed.
+    /// As [`Conns::connect`].
+    pub fn connect(&mut self, addr: SocketAddr) -> ConnId {
+        self.conns.connect(addr)
+    }
+
+    /// As [`Conns::wake`].
     pub fn wake(&mut self, id: ConnId) {
-        self.orders.push(Order::Wake(id.token()));
+        self.conns.wake(id);
     }
 
-    /// Ends the pause of connection `id` ([`Verdict::pause`](super::Verdict::pause)):
-    /// once its output is sent, its `on_data` is called again with the input it
-    /// holds, and it is read again. A connection not paused that holds input
-    /// unconsumed is handed it again the same way; see
-    /// [Pause and resume](super::Flow#pause-and-resume).
+    /// As [`Conns::resume`].
     pub fn resume(&mut self, id: ConnId) {
-        self.orders.push(Order::Resume(id.token()));
+        self.conns.resume(id);
     }
 
-    /// Shuts down the writing side of connection `id` (`shutdown(SHUT_WR)`) once its
-    /// output is sent: its peer reads the end of the stream, and may go on sending.
-    /// Output written to it afterwards is dropped. A connection shut down whose input
-    /// has ended too ([`Protocol::on_input_end`](super::Protocol::on_input_end)) is
-    /// closed, as [`Closed::Done`](super::Closed::Done).
+    /// As [`Conns::shutdown`].
     pub fn shutdown(&mut self, id: ConnId) {
-        self.orders.push(Order::Shutdown(id.token()));
+        self.conns.shutdown(id);
     }
 
-    /// Closes connection `id` once its output is sent, as if its own callback had
-    /// returned [`Flow::Close`](super::Flow::Close).
+    /// As [`Conns::close`].
     pub fn close(&mut self, id: ConnId) {
-        self.orders.push(Order::Close(id.token()));
+        self.conns.close(id);
+    }
+
+    /// As [`Conns::set_busy`].
+    pub fn set_busy(&mut self, id: ConnId) {
+        self.conns.set_busy(id);
+    }
+
+    /// As [`Conns::set_idle`].
+    pub fn set_idle(&mut self, id: ConnId) {
+        self.conns.set_idle(id);
     }
 }
 

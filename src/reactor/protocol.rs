@@ -4,6 +4,7 @@
 use std::io;
 use std::time::SystemTime;
 
+use super::conns::Conns;
 use super::io::Io;
 
 /// What [`Protocol::on_data`] answers: how much input it used, and what comes next.
@@ -181,12 +182,14 @@ pub trait Protocol {
         false
     }
 
-    /// Called by the loop once a second, at the turn of the wall-clock second.
-    fn on_tick(&mut self, _now: SystemTime) {}
+    /// Called by the loop once a second, at the turn of the wall-clock second;
+    /// `conns` reaches the connections (to close those idle too long in a pool).
+    fn on_tick(&mut self, _now: SystemTime, _conns: &mut Conns<'_>) {}
 
     /// Called once when the loop starts a graceful stop: answer what was received,
-    /// asking clients to close (HTTP: `Connection: close`).
-    fn on_drain(&mut self) {}
+    /// asking clients to close (HTTP: `Connection: close`); `conns` reaches the
+    /// connections (to close a pool's idle ones at once).
+    fn on_drain(&mut self, _conns: &mut Conns<'_>) {}
 
     /// What the protocol counted so far, for whoever reports on it (the workers'
     /// live figures and last lines); nothing, unless the protocol counts.

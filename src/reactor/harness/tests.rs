@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::reactor::io::Io;
+use crate::reactor::Conns;
 
 /// Records the ticks and closes it hears of; sets a timer on each input.
 #[derive(Default)]
@@ -19,7 +20,7 @@ impl Protocol for Recorder {
         Verdict::keep(0)
     }
 
-    fn on_tick(&mut self, now: SystemTime) {
+    fn on_tick(&mut self, now: SystemTime, _conns: &mut Conns<'_>) {
         self.ticks.push(now);
     }
 
@@ -590,4 +591,36 @@ fn a_slow_reader_takes_part_of_the_output_and_keeps_the_connection_past_the_send
     assert_eq!(harness.closed(id), None, "6 s, each read within 2 s of the last");
     harness.advance(Duration::from_secs(3));
     assert_eq!(harness.closed(id), Some(Closed::TimedOut), "3 s since the last read");
+}
+
+/// Closes, at each tick, every connection it saw open.
+#[derive(Default)]
+struct ClosesOnTick(Vec<ConnId>);
+
+impl Protocol for ClosesOnTick {
+    type Conn = ();
+
+    fn on_open(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
+        self.0.push(io.id());
+        Flow::Continue
+    }
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], _io: &mut Io<'_>) -> Verdict {
+        Verdict::keep(input.len())
+    }
+
+    fn on_tick(&mut self, _now: SystemTime, conns: &mut Conns<'_>) {
+        for &id in &self.0 {
+            conns.close(id);
+        }
+    }
+}
+
+#[test]
+fn what_on_tick_asks_of_the_connections_is_done_when_it_returns() {
+    let mut harness = Harness::new(ClosesOnTick::default());
+    harness.open();
+    assert_eq!(harness.closed(harness.id()), None);
+    harness.tick(SystemTime::UNIX_EPOCH);
+    assert_eq!(harness.closed(harness.id()), Some(Closed::Done));
 }

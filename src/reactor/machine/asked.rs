@@ -3,6 +3,7 @@
 //! its policies, and a graceful stop.
 
 use std::io;
+use std::time::SystemTime;
 
 use super::calls::Call;
 use super::connection::{Connection, Life, Reading, Writing};
@@ -128,11 +129,18 @@ impl<P: Protocol> Machine<P> {
         }
     }
 
-    /// A graceful stop begins: the protocol is told, and closes linger from now on.
+    /// The turn of a wall-clock second: the protocol is told (what it orders is the
+    /// driver's to carry out).
+    pub(crate) fn tick(&mut self, now: SystemTime) {
+        self.protocol.on_tick(now, &mut self.io.conns());
+    }
+
+    /// A graceful stop begins: the protocol is told (what it orders is the driver's
+    /// to carry out), and closes linger from now on.
     pub(crate) fn stop_begun(&mut self) {
         if matches!(self.stopping, Stopping::No) {
             self.stopping = Stopping::Grace;
-            self.protocol.on_drain();
+            self.protocol.on_drain(&mut self.io.conns());
         }
     }
 

@@ -1,0 +1,137 @@
+//! [`Conns`]: the loop's connections as a callback reaches them by id, to open,
+//! wake, resume, shut down, close or mark them; what it asks is done when it
+//! returns. Every connection's callback has them through its [`Io`](super::Io);
+//! [`on_tick`](super::Protocol::on_tick) and [`on_drain`](super::Protocol::on_drain),
+//! which have no connection of their own, are given them alone.
+
+use std::net::SocketAddr;
+
+use super::orders::{Order, Orders};
+use super::slab::Token;
+
+/// Names one connection of a loop, for [`Io::write_to`](super::Io::write_to), [`Conns::wake`] and the other
+/// calls that reach another connection; a closed connection's id never names a
+/// later one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ConnId(u64);
+
+impl ConnId {
+    pub(crate) fn of(token: Token) -> ConnId {
+        ConnId(token.0)
+    }
+
+    pub(crate) fn token(self) -> Token {
+        Token(self.0)
+    }
+}
+
+/// The loop's connections, reached by id from a callback. Each call is an order,
+/// carried out as soon as the callback returns, in the order given.
+#[derive(Debug)]
+pub struct Conns<'a> {
+    pub(super) orders: &'a mut Orders,
+}
+
+impl Conns<'_> {
+    /// Opens a connection to `addr` (non-blocking, `TCP_NODELAY`) and returns its id
+    /// at once; its state is created with `Default`, as an accepted one's is. Bytes
+    /// written to it meanwhile wait until it is established; then
+    /// [`Protocol::on_open`](super::Protocol::on_open) is called for it. If it cannot
+    /// be established (refused, unreachable, or not within the connect timeout),
+    /// [`Protocol::on_close`](super::Protocol::on_close) is called for it with
+    /// [`Closed::ConnectFailed`](super::Closed::ConnectFailed) instead, and its
+    /// state. [`close`](Conns::close) and [`shutdown`](Conns::shutdown) wait for it to be
+    /// established and its output sent.
+    ///
+    /// `on_open` is the same callback for accepted and opened connections: a
+    /// protocol that needs to tell them apart (or to give an opened one its
+    /// partner) remembers the ids it opened, as a relay does:
+    ///
+    /// ```
+    /// use std::collections::HashMap;
+    /// use percore::reactor::{ConnId, Flow, Io, Protocol, Verdict};
+    ///
+    /// struct Relay {
+    ///     backend: std::net::SocketAddr,
+    ///     /// Each connection opened and not yet established, with its client.
+    ///     opening: HashMap<ConnId, ConnId>,
+    /// }
+    ///
+    /// impl Protocol for Relay {
+    ///     type Conn = Option<ConnId>; // the other end
+    ///
+    ///     fn on_open(&mut self, peer: &mut Option<ConnId>, io: &mut Io<'_>) -> Flow {
+    ///         *peer = Some(match self.opening.remove(&io.id()) {
+    ///             Some(client) => client, // a backend, established
+    ///             None => {
+    ///                 // a client, accepted: its backend is opened
+    ///                 let backend = io.connect(self.backend);
+    ///                 self.opening.insert(backend, io.id());
+    ///                 backend
+    ///             }
+    ///         });
+    ///         Flow::Continue
+    ///     }
+    ///
+    ///     fn on_data(&mut self, peer: &mut Option<ConnId>, input: &[u8], io: &mut Io<'_>) -> Verdict {
+    ///         if let Some(peer) = *peer {
+    ///             io.write_to(peer, input);
+    ///         }
+    ///         Verdict::keep(input.len())
+    ///     }
+    /// }
+    /// ```
+    pub fn connect(&mut self, addr: SocketAddr) -> ConnId {
+        let token = self.orders.ids.take();
+        self.orders.push(Order::Connect(token, addr));
+        ConnId::of(token)
+    }
+
+    /// Calls [`Protocol::on_wake`](super::Protocol::on_wake) for connection `id`, if
+    /// it is open (even if not yet established). This and the calls below do nothing
+    /// for a connection that is closed.
+    pub fn wake(&mut self, id: ConnId) {
+        self.orders.push(Order::Wake(id.token()));
+    }
+
+    /// Ends the pause of connection `id` ([`Verdict::pause`](super::Verdict::pause)):
+    /// once its output is sent, its `on_data` is called again with the input it
+    /// holds, and it is read again. A connection not paused that holds input
+    /// unconsumed is handed it again the same way; see
+    /// [Pause and resume](super::Flow#pause-and-resume).
+    pub fn resume(&mut self, id: ConnId) {
+        self.orders.push(Order::Resume(id.token()));
+    }
+
+    /// Shuts down the writing side of connection `id` (`shutdown(SHUT_WR)`) once its
+    /// output is sent: its peer reads the end of the stream, and may go on sending.
+    /// Output written to it afterwards is dropped. A connection shut down whose input
+    /// has ended too ([`Protocol::on_input_end`](super::Protocol::on_input_end)) is
+    /// closed, as [`Closed::Done`](super::Closed::Done).
+    pub fn shutdown(&mut self, id: ConnId) {
+        self.orders.push(Order::Shutdown(id.token()));
+    }
+
+    /// Closes connection `id` once its output is sent, as if its own callback had
+    /// returned [`Flow::Close`](super::Flow::Close).
+    pub fn close(&mut self, id: ConnId) {
+        self.orders.push(Order::Close(id.token()));
+    }
+    /// Marks connection `id` (this one or another) busy: in the middle of an
+    /// exchange that another connection carries on, as a proxy's client whose
+    /// request waits at a backend, and the backend's connection that owes the
+    /// answer. A graceful stop leaves a busy connection open, past its grace, until
+    /// it is [set idle](Conns::set_idle) (or closes, or the stop's timeout comes);
+    /// then it closes as soon as nothing is pending, its answer sent. The mark
+    /// changes no timeout: the exchange's own are the other connection's. Like
+    /// [`write_to`](super::Io::write_to), it is done when the callback returns.
+    pub fn set_busy(&mut self, id: ConnId) {
+        self.orders.push(Order::Busy(id.token(), true));
+    }
+
+    /// Ends the mark of [`set_busy`](Conns::set_busy) on connection `id`: it is idle
+    /// again once nothing is pending.
+    pub fn set_idle(&mut self, id: ConnId) {
+        self.orders.push(Order::Busy(id.token(), false));
+    }
+}
