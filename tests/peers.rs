@@ -581,3 +581,67 @@ fn a_stops_timeout_closes_even_the_connections_that_asked_to_be_left() {
     client.read_to_end(&mut rest).expect("the end of the stream");
     assert!(rest.is_empty());
 }
+
+/// Each accepted connection opens one to `target`; input of the form `N\n...`
+/// has its next N bytes spliced on to it; other input is logged.
+struct Framed {
+    target: SocketAddr,
+    log: Vec<String>,
+}
+
+impl Protocol for Framed {
+    type Conn = Option<ConnId>;
+
+    fn on_open(&mut self, target: &mut Option<ConnId>, io: &mut Io<'_>) -> Flow {
+        // The connection it opened is the one whose peer is the target.
+        if io.peer_addr().ok() != Some(self.target) {
+            *target = Some(io.connect(self.target));
+        }
+        Flow::Continue
+    }
+
+    fn on_data(&mut self, target: &mut Option<ConnId>, input: &[u8], io: &mut Io<'_>) -> Verdict {
+        let header = input.iter().position(|&b| b == b'\n').and_then(|end| {
+            let len = std::str::from_utf8(&input[..end]).ok()?.parse().ok()?;
+            Some((end + 1, len))
+        });
+        match (header, *target) {
+            (Some((head, len)), Some(to)) => {
+                io.splice_some_to(to, len);
+                Verdict::keep(head)
+            }
+            _ => {
+                self.log.push(format!("data {}", String::from_utf8_lossy(input)));
+                Verdict::keep(input.len())
+            }
+        }
+    }
+}
+
+/// Sends `first`, then `second`, through a [`Framed`] loop; returns what its
+/// target read before the protocol logged `data tail`.
+fn framed(first: &[u8], second: &[u8]) -> Vec<u8> {
+    let backend = TcpListener::bind("127.0.0.1:0").expect("a backend");
+    let target = backend.local_addr().expect("its address");
+    let (mut reactor, addr) = reactor(Framed { target, log: Vec::new() }, Config::default());
+    let mut client = connect(addr);
+    turn_until(&mut reactor, "the target connected", |r| r.stats().open == 2);
+    let (mut upstream, _) = backend.accept().expect("the loop's connection");
+    client.write_all(first).expect("sending");
+    turn_for(&mut reactor, Duration::from_millis(50));
+    client.write_all(second).expect("sending");
+    turn_until(&mut reactor, "the tail handed in", |r| r.protocol().log.iter().any(|l| l == "data tail"));
+    upstream.set_nonblocking(true).expect("non-blocking");
+    let mut spliced = Vec::new();
+    match upstream.read_to_end(&mut spliced) {
+        Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+        other => panic!("the target's connection: {other:?}"),
+    }
+    spliced
+}
+
+#[test]
+fn a_splice_of_a_length_moves_that_many_bytes_and_hands_what_follows_to_the_protocol() {
+    assert_eq!(framed(b"5\nhellotail", b""), b"hello", "all received with the header");
+    assert_eq!(framed(b"5\nhe", b"llotail"), b"hello", "the rest through the pipe");
+}

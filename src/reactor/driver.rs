@@ -14,7 +14,7 @@ use super::machine::{Connection, Edge, Machine};
 use super::orders::{Batch, Order};
 use super::protocol::{Closed, Flow, Protocol, Verdict};
 use super::slab::{Slab, Token};
-use super::splice::{Splices, PIPE_CHUNK};
+use super::splice::Splices;
 use super::steps::{steps, Needs};
 use super::wire::Wire;
 use crate::sys::Pipe;
@@ -39,6 +39,8 @@ enum Pumped {
     Blocked(Token),
     /// The connection fed failed to take it, and closes so.
     Failed(Token, Closed),
+    /// All the splice was to move has reached the connection fed.
+    Done,
 }
 
 /// The connections of one loop (or harness) and everything between them.
@@ -281,6 +283,12 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
             Pumped::Moved => {}
             Pumped::Blocked(to) => self.block(token, to),
             Pumped::Failed(to, closed) => self.close(to, closed),
+            Pumped::Done => {
+                self.splices.finish(token);
+                if let Some(slot) = self.slots.get_mut(token) {
+                    self.machine.unsplice(&mut slot.conn);
+                }
+            }
         }
     }
 
@@ -304,11 +312,14 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
                 return Pumped::Blocked(to);
             }
         }
-        match splice.pipe.fill_from(from_fd, PIPE_CHUNK) {
+        if splice.is_done() {
+            return Pumped::Done;
+        }
+        match splice.pipe.fill_from(from_fd, splice.chunk()) {
             Ok(0) => {
                 self.machine.input_ended(&mut source.conn, token, Ends::of(&source.wire));
             }
-            Ok(n) => splice.in_pipe = n,
+            Ok(n) => splice.filled(n),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.machine.nothing_to_read(&mut source.conn),
             Err(e) => self.machine.read_failed(&mut source.conn, e.kind()),
         }
@@ -360,7 +371,7 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
             Order::Resume(token) => self.serve_after(token, Machine::resume),
             Order::Shutdown(token) => self.serve_after(token, Machine::shutdown),
             Order::Close(token) => self.serve_after(token, Machine::close_asked),
-            Order::Splice(from, to) => self.splice(from, to),
+            Order::Splice(from, to, len) => self.splice(from, to, len),
             Order::Idle(token, idle) => {
                 self.with_slot(token, |machine, slot| {
                     machine.set_idle_timeout(&mut slot.conn, idle);
@@ -415,9 +426,10 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
         self.serve_only(to);
     }
 
-    /// Starts splicing `from`'s input on to `to`, after what `from` holds unconsumed.
-    /// If no pipe can be had, `from`'s input goes on reaching the protocol.
-    fn splice(&mut self, from: Token, to: Token) {
+    /// Starts splicing `from`'s input on to `to`, after what `from` holds unconsumed;
+    /// `len` bytes of it, or (`None`) until it ends. If no pipe can be had, `from`'s
+    /// input goes on reaching the protocol.
+    fn splice(&mut self, from: Token, to: Token, len: Option<u64>) {
         if !self.splices.may_start(from, to) {
             return;
         }
@@ -429,9 +441,11 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
             return;
         }
         let Ok(pipe) = Pipe::new() else { return };
-        let Some(held) = self.machine.splice(&mut source.conn) else { return };
-        self.splices.start(from, to, pipe);
-        self.write(from, to, &held);
+        let Some(spliced) = self.machine.splice(&mut source.conn, len) else { return };
+        if spliced.left != Some(0) {
+            self.splices.start(from, to, pipe, spliced.left);
+        }
+        self.write(from, to, &spliced.first);
         self.again.push(from);
     }
 

@@ -279,7 +279,16 @@ impl<'a> Io<'a> {
     /// once), or one the kernel cannot give a pipe for (the input keeps reaching
     /// `on_data`). The [`Harness`](super::Harness) splices nothing.
     pub fn splice_to(&mut self, to: ConnId) {
-        self.conns.orders.push(Order::Splice(self.id.token(), to.token()));
+        self.conns.orders.push(Order::Splice(self.id.token(), to.token(), None));
+    }
+
+    /// As [`splice_to`](Io::splice_to), for the next `len` bytes of this
+    /// connection's input only (a body of known length: what the connection holds
+    /// unconsumed counts first); then its input reaches
+    /// [`on_data`](super::Protocol::on_data) again, from the byte after them, and
+    /// the connection is read as before. The splice never reads past them.
+    pub fn splice_some_to(&mut self, to: ConnId, len: u64) {
+        self.conns.orders.push(Order::Splice(self.id.token(), to.token(), Some(len)));
     }
 
     /// As [`Conns::connect`].

@@ -30,8 +30,9 @@ pub(crate) enum Order {
     /// The connection is busy with an exchange another carries on (`true`), or
     /// no longer.
     Busy(Token, bool),
-    /// Splice the first connection's input on to the second.
-    Splice(Token, Token),
+    /// Splice the first connection's input on to the second: this many bytes of
+    /// it, or until it ends.
+    Splice(Token, Token, Option<u64>),
 }
 
 /// The orders of the calls made since the loop last carried them out, and the

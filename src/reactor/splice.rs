@@ -19,6 +19,29 @@ pub(crate) struct Splice {
     pub(crate) pipe: Pipe,
     /// Bytes in the pipe, not yet taken by `to`.
     pub(crate) in_pipe: usize,
+    /// Bytes still to move into the pipe; `None`: until the input ends.
+    pub(crate) left: Option<u64>,
+}
+
+impl Splice {
+    /// Bytes to move into the pipe by the next read.
+    pub(crate) fn chunk(&self) -> usize {
+        self.left
+            .map_or(PIPE_CHUNK, |left| usize::try_from(left).map_or(PIPE_CHUNK, |left| left.min(PIPE_CHUNK)))
+    }
+
+    /// `n` bytes were moved into the pipe.
+    pub(crate) fn filled(&mut self, n: usize) {
+        self.in_pipe = n;
+        if let Some(left) = &mut self.left {
+            *left -= n as u64;
+        }
+    }
+
+    /// Whether every byte it was to move has reached `to`.
+    pub(crate) fn is_done(&self) -> bool {
+        self.in_pipe == 0 && self.left == Some(0)
+    }
 }
 
 /// The loop's splices, by the connection whose input they take, and who feeds whom.
@@ -39,10 +62,18 @@ impl Splices {
         from != to && !self.by_source.contains_key(&from) && !self.source_of.contains_key(&to)
     }
 
-    /// `from`'s input goes to `to` through `pipe` from now on.
-    pub(crate) fn start(&mut self, from: Token, to: Token, pipe: Pipe) {
-        self.by_source.insert(from, Splice { to, pipe, in_pipe: 0 });
+    /// `from`'s input goes to `to` through `pipe` from now on, `left` bytes of it
+    /// (`None`: until it ends).
+    pub(crate) fn start(&mut self, from: Token, to: Token, pipe: Pipe, left: Option<u64>) {
+        self.by_source.insert(from, Splice { to, pipe, in_pipe: 0, left });
         self.source_of.insert(to, from);
+    }
+
+    /// `from`'s splice moved all it was to: its input reaches its protocol again.
+    pub(crate) fn finish(&mut self, from: Token) {
+        if let Some(splice) = self.by_source.remove(&from) {
+            self.source_of.remove(&splice.to);
+        }
     }
 
     /// The splice that takes `from`'s input.
@@ -77,7 +108,7 @@ mod tests {
         assert!(splices.is_empty());
         assert!(!splices.may_start(A, A), "into itself");
         assert!(splices.may_start(A, B));
-        splices.start(A, B, Pipe::new().expect("a pipe"));
+        splices.start(A, B, Pipe::new().expect("a pipe"), None);
         assert!(!splices.is_empty());
         assert_eq!(splices.of(A).map(|splice| splice.to), Some(B));
         assert!(splices.of(B).is_none());
@@ -90,8 +121,8 @@ mod tests {
     #[test]
     fn a_closed_connections_splices_end_and_the_one_that_fed_it_is_named() {
         let mut splices = Splices::default();
-        splices.start(A, B, Pipe::new().expect("a pipe"));
-        splices.start(B, A, Pipe::new().expect("a pipe"));
+        splices.start(A, B, Pipe::new().expect("a pipe"), None);
+        splices.start(B, A, Pipe::new().expect("a pipe"), None);
         // B closes: its own splice ends, and A, which fed it, gets its input back.
         assert_eq!(splices.end(B), Some(A));
         assert!(splices.is_empty());

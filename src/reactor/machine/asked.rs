@@ -7,7 +7,7 @@ use std::time::SystemTime;
 
 use super::calls::Call;
 use super::connection::{Connection, Life, Reading, Writing};
-use super::rules::{Machine, Stopping};
+use super::rules::{Machine, Spliced, Stopping};
 use crate::reactor::config::{DrainPolicy, IdleTimeout, OUTPUT_BUDGET};
 use crate::reactor::protocol::{Closed, Protocol};
 
@@ -111,18 +111,33 @@ impl<P: Protocol> Machine<P> {
         conn.blocked = false;
     }
 
-    /// Starts moving `conn`'s input on to another connection; returns what it held,
-    /// which goes first. `None` when it is not open.
-    pub(crate) fn splice(&mut self, conn: &mut Connection<P::Conn>) -> Option<Vec<u8>> {
+    /// Starts moving `conn`'s input on to another connection, `len` bytes of it
+    /// (`None`: until its end). `None` when it is not open, or its input ended.
+    /// Otherwise what it held goes first: all of it, or the first `len` bytes; if
+    /// those are all there is to move, no splice starts, and the rest of what it
+    /// held is handed to the protocol again.
+    pub(crate) fn splice(&mut self, conn: &mut Connection<P::Conn>, len: Option<u64>) -> Option<Spliced> {
         if !conn.is_open() || matches!(conn.reading, Reading::Ended) {
             return None;
         }
-        conn.reading = Reading::Spliced;
-        conn.ready.readable = true;
-        Some(std::mem::take(&mut conn.held))
+        let mut first = std::mem::take(&mut conn.held);
+        let held = first.len() as u64;
+        match len {
+            Some(len) if len <= held => {
+                conn.held = first.split_off(len as usize);
+                self.resume(conn);
+                Some(Spliced { first, left: Some(0) })
+            }
+            _ => {
+                conn.reading = Reading::Spliced;
+                conn.ready.readable = true;
+                Some(Spliced { first, left: len.map(|len| len - held) })
+            }
+        }
     }
 
-    /// The connection `conn` fed is gone: its input reaches the protocol again.
+    /// The connection `conn` fed is gone, or took all it was to: its input reaches
+    /// the protocol again.
     pub(crate) fn unsplice(&mut self, conn: &mut Connection<P::Conn>) {
         if matches!(conn.reading, Reading::Spliced) {
             conn.reading = Reading::Open;

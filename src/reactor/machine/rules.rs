@@ -16,6 +16,15 @@ use crate::reactor::slab::Token;
 /// it over the budget at once.
 pub(super) const RESUME_BELOW: usize = OUTPUT_BUDGET / 2;
 
+/// A splice begun ([`Machine::splice`]): the bytes the connection held that go
+/// first, and how many more to move through the pipe (`None`: until the end of
+/// the input; `Some(0)`: none, the splice is over).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Spliced {
+    pub(crate) first: Vec<u8>,
+    pub(crate) left: Option<u64>,
+}
+
 /// What a driver does next for a connection, as [`Machine::poll`] says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Step {

@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 use std::io;
 use std::time::Instant;
 
+use super::rules::Spliced;
 use super::*;
 use crate::reactor::config::{Config, DrainPolicy, OUTPUT_BUDGET};
 use crate::reactor::io::{Ends, Io, NotConnected};
@@ -427,4 +428,23 @@ fn resume_leaves_a_connection_that_holds_nothing_reading_while_its_output_waits(
     machine.sent(&mut conn, Ok(0));
     machine.resume(&mut conn);
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Read, "not paused for its output");
+}
+
+#[test]
+fn a_splice_of_a_length_sends_what_is_held_first_and_gives_back_what_is_past_it() {
+    let (mut first, mut conn) = machine(&[(2, Flow::Continue, b""), (0, Flow::Continue, b"")]);
+    first.received(&mut conn, TOKEN, ENDS, b"5\nhellotail", false);
+    let spliced = first.splice(&mut conn, Some(5)).expect("open");
+    assert_eq!(spliced, Spliced { first: b"hello".to_vec(), left: Some(0) }, "all held: no splice");
+    assert_eq!(first.poll(&mut conn, TOKEN), Step::HandHeld, "the rest reaches the protocol");
+    first.hand_held(&mut conn, TOKEN, ENDS);
+    assert_eq!(first.protocol.inputs.last().map(Vec::as_slice), Some(&b"tail"[..]));
+
+    let (mut second, mut conn) = machine(&[(2, Flow::Continue, b"")]);
+    second.received(&mut conn, TOKEN, ENDS, b"5\nhe", false);
+    let spliced = second.splice(&mut conn, Some(5)).expect("open");
+    assert_eq!(spliced, Spliced { first: b"he".to_vec(), left: Some(3) }, "the rest through the pipe");
+    assert_eq!(second.poll(&mut conn, TOKEN), Step::Splice);
+    second.unsplice(&mut conn);
+    assert_eq!(second.poll(&mut conn, TOKEN), Step::Read, "read as before once it is done");
 }
