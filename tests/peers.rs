@@ -42,6 +42,22 @@ fn turn_until<P: Protocol>(
     }
 }
 
+/// Reads `len` bytes of `stream` in a thread while the loop turns; returns them,
+/// and the stream.
+fn read_turning<P: Protocol>(
+    reactor: &mut Reactor<P>,
+    mut stream: std::net::TcpStream,
+    len: usize,
+    what: &str,
+) -> (Vec<u8>, std::net::TcpStream) {
+    let reading = std::thread::spawn(move || {
+        let mut bytes = vec![0; len];
+        stream.read_exact(&mut bytes).map(|()| (bytes, stream))
+    });
+    turn_until(reactor, what, |_| reading.is_finished());
+    reading.join().expect("the reader").expect(what)
+}
+
 /// Turns the loop for `span`.
 fn turn_for<P: Protocol>(reactor: &mut Reactor<P>, span: Duration) {
     let until = Instant::now() + span;
@@ -238,16 +254,11 @@ fn answer_in_a_stop(marks_busy: bool) -> (usize, Vec<u8>) {
     let (mut reactor, addr) = reactor(Pairs { marks_busy, ..Pairs::new(target) }, Config::default());
     let mut client = connect(addr);
     turn_until(&mut reactor, "the dialed connection established", |r| r.protocol().logged("established"));
-    let (mut upstream, _) = backend.accept().expect("the loop's connection");
+    let (upstream, _) = backend.accept().expect("the loop's connection");
     upstream.set_read_timeout(Some(WAIT)).expect("a read timeout");
     client.write_all(b"request").expect("sending");
-    let forwarded = std::thread::spawn(move || {
-        let mut request = [0; 13];
-        upstream.read_exact(&mut request).map(|()| (request, upstream))
-    });
-    turn_until(&mut reactor, "the request forwarded", |_| forwarded.is_finished());
-    let (request, mut upstream) = forwarded.join().expect("the backend").expect("the request");
-    assert_eq!(&request, b"first request");
+    let (request, mut upstream) = read_turning(&mut reactor, upstream, 13, "the request forwarded");
+    assert_eq!(request, b"first request");
     let options = DrainOptions {
         listener: ListenerFate::HandOver,
         grace: Duration::from_millis(50),
@@ -531,15 +542,10 @@ fn spliced() -> (Reactor<Splicer>, std::net::TcpStream, std::net::TcpStream) {
 
 #[test]
 fn spliced_input_reaches_the_other_connection_and_never_the_protocol_until_that_one_closes() {
-    let (mut reactor, mut client, mut target) = spliced();
+    let (mut reactor, mut client, target) = spliced();
     client.write_all(b"spliced").expect("sending");
-    let reading = std::thread::spawn(move || {
-        let mut received = [0; 7];
-        target.read_exact(&mut received).map(|()| (received, target))
-    });
-    turn_until(&mut reactor, "the input spliced on", |_| reading.is_finished());
-    let (received, mut target) = reading.join().expect("the reader").expect("the spliced bytes");
-    assert_eq!(&received, b"spliced");
+    let (received, mut target) = read_turning(&mut reactor, target, 7, "the input spliced on");
+    assert_eq!(received, b"spliced");
     assert!(
         !reactor.protocol().log.iter().any(|line| line.starts_with("client data")),
         "{:?}",

@@ -269,14 +269,21 @@ fn output_of_exactly_the_budget_unsent_lets_the_reading_go_on() {
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Read);
 }
 
-#[test]
-fn a_slow_peers_progress_extends_the_send_timeout_and_a_flush_that_moves_nothing_does_not() {
-    let (mut machine, mut conn) = machine(&[(1, Flow::Continue, b"a long answer")]);
+/// A connection whose answer, `answer`, the wire did not take at second 100: it
+/// has 30 s to send it.
+fn unsent_from_second_100(answer: &'static [u8]) -> (Machine<Script>, Connection<()>) {
+    let (mut machine, mut conn) = machine(&[(1, Flow::Continue, answer)]);
     machine.set_time(machine.now(), 100);
     machine.received(&mut conn, TOKEN, ENDS, b"x", false);
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Send);
     machine.sent(&mut conn, Ok(0));
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait);
+    (machine, conn)
+}
+
+#[test]
+fn a_slow_peers_progress_extends_the_send_timeout_and_a_flush_that_moves_nothing_does_not() {
+    let (mut machine, mut conn) = unsent_from_second_100(b"a long answer");
     let flush = |machine: &mut Machine<Script>, conn: &mut Connection<()>, second: u32, bytes: usize| {
         machine.set_time(machine.now(), second);
         machine.ready(conn, Edge { writable: true, ..Edge::default() });
@@ -311,12 +318,7 @@ fn spliced_bytes_wait_for_a_target_being_opened_closing_or_with_output_of_its_ow
 
 #[test]
 fn what_a_target_took_of_a_splice_is_progress_and_an_error_closes_it() {
-    let (mut machine, mut conn) = machine(&[(1, Flow::Continue, b"answer")]);
-    machine.set_time(machine.now(), 100);
-    machine.received(&mut conn, TOKEN, ENDS, b"x", false);
-    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Send);
-    machine.sent(&mut conn, Ok(0));
-    assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait, "30 s to send, from 100");
+    let (mut machine, mut conn) = unsent_from_second_100(b"answer");
     machine.set_time(machine.now(), 125);
     assert_eq!(machine.emptied(&mut conn, Ok(4096)), Ok(4096));
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait);
