@@ -17,7 +17,7 @@ use percore::reactor::{
     Closed, Config, ConnId, Conns, DrainOptions, DrainPolicy, Flow, IdleTimeout, Io, ListenerFate, Protocol,
     Reactor, Verdict,
 };
-use util::connect;
+use util::{connect, tcp_queues};
 
 /// Bound on every wait for the loop or the peer.
 const WAIT: Duration = Duration::from_secs(10);
@@ -589,7 +589,8 @@ fn a_stops_timeout_closes_even_the_connections_that_asked_to_be_left() {
 }
 
 /// Each accepted connection opens one to `target`; input of the form `N\n...`
-/// has its next N bytes spliced on to it; other input is logged.
+/// has its next N bytes spliced on to it (the connection marked busy first);
+/// other input is logged.
 struct Framed {
     target: SocketAddr,
     log: Vec<String>,
@@ -613,6 +614,8 @@ impl Protocol for Framed {
         });
         match (header, *target) {
             (Some((head, len)), Some(to)) => {
+                // As a proxy marks the exchange busy, before the splice.
+                io.set_busy(io.id());
                 io.splice_some_to(to, len);
                 Verdict::keep(head)
             }
@@ -650,4 +653,38 @@ fn framed(first: &[u8], second: &[u8]) -> Vec<u8> {
 fn a_splice_of_a_length_moves_that_many_bytes_and_hands_what_follows_to_the_protocol() {
     assert_eq!(framed(b"5\nhellotail", b""), b"hello", "all received with the header");
     assert_eq!(framed(b"5\nhe", b"llotail"), b"hello", "the rest through the pipe");
+}
+
+#[test]
+fn a_body_spliced_after_its_connection_is_marked_busy_never_reaches_on_data() {
+    let backend = TcpListener::bind("127.0.0.1:0").expect("a backend");
+    let target = backend.local_addr().expect("its address");
+    let (mut reactor, addr) = reactor(Framed { target, log: Vec::new() }, Config::default());
+    let mut client = connect(addr);
+    turn_until(&mut reactor, "the target connected", |r| r.stats().open == 2);
+    let (mut upstream, _) = backend.accept().expect("the loop's connection");
+    upstream.set_read_timeout(Some(WAIT)).expect("a read timeout");
+    // A megabyte with its header in one write: the first read fills the buffer.
+    let mut message = b"1000000\n".to_vec();
+    message.extend(std::iter::repeat_n(b'B', 1_000_000));
+    message.extend_from_slice(b"tail");
+    let ends = (addr, client.local_addr().expect("the client's address"));
+    let writer = std::thread::spawn(move || client.write_all(&message).map(|()| client));
+    // More than a read (64 KiB) waits before the loop reads: its first read fills
+    // the buffer, and so it would read again at once.
+    let deadline = Instant::now() + WAIT;
+    while tcp_queues(ends.0, ends.1).is_none_or(|(_, received)| received < 100_000) {
+        assert!(Instant::now() < deadline, "the body not queued within {WAIT:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let reader = std::thread::spawn(move || {
+        let mut body = vec![0; 1_000_000];
+        upstream.read_exact(&mut body).map(|()| body)
+    });
+    turn_until(&mut reactor, "the tail handed in", |r| r.protocol().log.iter().any(|l| l.ends_with("tail")));
+    let _client = writer.join().expect("the writer").expect("sending");
+    let body = reader.join().expect("the backend").expect("the body");
+    assert!(body.iter().all(|&b| b == b'B'), "the body, whole, at the target");
+    let handed: Vec<usize> = reactor.protocol().log.iter().map(String::len).collect();
+    assert_eq!(reactor.protocol().log, ["data tail"], "input lengths handed in: {handed:?}");
 }

@@ -378,8 +378,13 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
                     machine.rearm(&mut slot.conn, token);
                 });
             }
+            Order::Busy(token, true) => {
+                self.with_slot(token, |machine, slot| machine.set_busy(&mut slot.conn, true));
+            }
             // Served after: a stop past its grace closes it at once if it is idle.
-            Order::Busy(token, busy) => self.serve_after(token, |machine, conn| machine.set_busy(conn, busy)),
+            Order::Busy(token, false) => {
+                self.serve_after(token, |machine, conn| machine.set_busy(conn, false))
+            }
             Order::Drain(token, policy) => {
                 self.with_slot(token, |machine, slot| machine.set_drain_policy(&mut slot.conn, policy));
             }
