@@ -122,8 +122,10 @@ impl Conns<'_> {
     /// request waits at a backend, and the backend's connection that owes the
     /// answer. A graceful stop leaves a busy connection open, past its grace, until
     /// it is [set idle](Conns::set_idle) (or closes, or the stop's timeout comes);
-    /// then it closes as soon as nothing is pending, its answer sent. The mark
-    /// changes no timeout: the exchange's own are the other connection's. Like
+    /// then it closes as soon as nothing is pending, its answer sent. A mark is on
+    /// or off: it does not count, and one `set_idle` ends it. It changes no
+    /// timeout: a busy connection with nothing pending is still held to the idle
+    /// timeout, and the exchange's own timeouts are the other connection's. Like
     /// [`write_to`](super::Io::write_to), it is done when the callback returns.
     pub fn set_busy(&mut self, id: ConnId) {
         self.orders.push(Order::Busy(id.token(), true));
