@@ -31,6 +31,9 @@ fn header_fields_come_in_order_as_sent_without_white_space_around_values() {
     // The head without the empty line allowed before it, to its own empty line.
     assert_eq!(request.as_bytes(), &buf[2..buf.len() - 4]);
     assert_eq!(request.head_len, buf.len() - 4);
+    assert_eq!(request.method_bytes(), b"GET");
+    let other = complete(b"PROPFIND /d HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert_eq!((other.method, other.method_bytes()), (Method::Other, &b"PROPFIND"[..]));
     let bare = complete(b"GET / HTTP/1.0\r\n\r\n");
     assert_eq!(bare.headers().count(), 0);
 }

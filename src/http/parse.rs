@@ -27,8 +27,8 @@ pub enum Parsed<T> {
 }
 
 /// The request method: the standard ones (RFC 9110, 9.3; `PATCH`, RFC 5789) by name,
-/// matched case-sensitively as the RFC says, any other token as `Other` (its bytes
-/// begin the request's [head](Request::as_bytes)). A response to `HEAD` has no body,
+/// matched case-sensitively as the RFC says, any other token as `Other` (its bytes:
+/// [`Request::method_bytes`]). A response to `HEAD` has no body,
 /// both when the server answers it and when a client frames the answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Method {
@@ -114,6 +114,19 @@ impl<'a> Request<'a> {
     /// The head as it arrived, from the request line to the empty line included.
     pub fn as_bytes(&self) -> &'a [u8] {
         self.head
+    }
+
+    /// The method's token as sent: the name of a [`Method::Other`], to forward it.
+    ///
+    /// ```
+    /// use percore::http::{parse, Limits, Method, Parsed};
+    /// let input = b"\r\nPROPFIND /d HTTP/1.1\r\nHost: a\r\n\r\n";
+    /// let Ok(Parsed::Complete(request)) = parse(input, &Limits::default()) else { panic!() };
+    /// assert_eq!((request.method, request.method_bytes()), (Method::Other, &b"PROPFIND"[..]));
+    /// ```
+    pub fn method_bytes(&self) -> &'a [u8] {
+        let end = self.head.iter().position(|&b| b == b' ').unwrap_or(self.head.len());
+        &self.head[..end]
     }
 }
 
