@@ -607,6 +607,11 @@ impl Protocol for Framed {
         Flow::Continue
     }
 
+    fn on_spliced(&mut self, _target: &mut Option<ConnId>, _io: &mut Io<'_>) -> Flow {
+        self.log.push("spliced".into());
+        Flow::Continue
+    }
+
     fn on_data(&mut self, target: &mut Option<ConnId>, input: &[u8], io: &mut Io<'_>) -> Verdict {
         let header = input.iter().position(|&b| b == b'\n').and_then(|end| {
             let len = std::str::from_utf8(&input[..end]).ok()?.parse().ok()?;
@@ -640,6 +645,7 @@ fn framed(first: &[u8], second: &[u8]) -> Vec<u8> {
     turn_for(&mut reactor, Duration::from_millis(50));
     client.write_all(second).expect("sending");
     turn_until(&mut reactor, "the tail handed in", |r| r.protocol().log.iter().any(|l| l == "data tail"));
+    assert_eq!(reactor.protocol().log, ["spliced", "data tail"], "told of the splice's end first");
     upstream.set_nonblocking(true).expect("non-blocking");
     let mut spliced = Vec::new();
     match upstream.read_to_end(&mut spliced) {
@@ -686,5 +692,5 @@ fn a_body_spliced_after_its_connection_is_marked_busy_never_reaches_on_data() {
     let body = reader.join().expect("the backend").expect("the body");
     assert!(body.iter().all(|&b| b == b'B'), "the body, whole, at the target");
     let handed: Vec<usize> = reactor.protocol().log.iter().map(String::len).collect();
-    assert_eq!(reactor.protocol().log, ["data tail"], "input lengths handed in: {handed:?}");
+    assert_eq!(reactor.protocol().log, ["spliced", "data tail"], "input lengths handed in: {handed:?}");
 }

@@ -287,6 +287,7 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
                 self.splices.finish(token);
                 if let Some(slot) = self.slots.get_mut(token) {
                     self.machine.unsplice(&mut slot.conn);
+                    self.machine.spliced_all(&mut slot.conn, token, Ends::of(&slot.wire));
                 }
             }
         }
@@ -447,10 +448,17 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
         }
         let Ok(pipe) = Pipe::new() else { return };
         let Some(spliced) = self.machine.splice(&mut source.conn, len) else { return };
-        if spliced.left != Some(0) {
+        let done = spliced.left == Some(0);
+        if !done {
             self.splices.start(from, to, pipe, spliced.left);
         }
         self.write(from, to, &spliced.first);
+        if done {
+            // What it held was all there was to move.
+            if let Some(slot) = self.slots.get_mut(from) {
+                self.machine.spliced_all(&mut slot.conn, from, Ends::of(&slot.wire));
+            }
+        }
         self.again.push(from);
     }
 

@@ -286,7 +286,9 @@ impl<'a> Io<'a> {
     /// connection's input only (a body of known length: what the connection holds
     /// unconsumed counts first); then its input reaches
     /// [`on_data`](super::Protocol::on_data) again, from the byte after them, and
-    /// the connection is read as before. The splice never reads past them.
+    /// the connection is read as before, and is told so:
+    /// [`on_spliced`](super::Protocol::on_spliced). The splice never reads past
+    /// them.
     pub fn splice_some_to(&mut self, to: ConnId, len: u64) {
         self.conns.orders.push(Order::Splice(self.id.token(), to.token(), Some(len)));
     }

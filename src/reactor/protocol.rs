@@ -153,6 +153,15 @@ pub trait Protocol {
         Flow::Continue
     }
 
+    /// The splice of a length this connection began ([`Io::splice_some_to`]) is
+    /// over: the connection fed has been given every byte of it (into its socket,
+    /// or, for bytes this connection held, its output). From now on this
+    /// connection's input reaches `on_data` again. A proxy learns here that a
+    /// request's body has gone whole to its backend.
+    fn on_spliced(&mut self, _conn: &mut Self::Conn, _io: &mut Io<'_>) -> Flow {
+        Flow::Continue
+    }
+
     /// The peer finished sending (it shut down its side: end of stream); its
     /// unconsumed input was handed to `on_data` first. [`Flow::Close`] (the default)
     /// closes the connection once its output is sent, as [`Closed::ByPeer`].

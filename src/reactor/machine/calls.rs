@@ -65,6 +65,16 @@ impl<P: Protocol> Machine<P> {
         self.event(conn, token, ends, |protocol, state, io| protocol.on_wake(state, io))
     }
 
+    /// A splice of a length this connection began is over.
+    pub(crate) fn spliced_all(
+        &mut self,
+        conn: &mut Connection<P::Conn>,
+        token: Token,
+        ends: Ends<'_>,
+    ) -> Option<Flow> {
+        self.event(conn, token, ends, |protocol, state, io| protocol.on_spliced(state, io))
+    }
+
     fn event(
         &mut self,
         conn: &mut Connection<P::Conn>,
