@@ -157,7 +157,8 @@ pub trait Protocol {
     /// over: the connection fed has been given every byte of it (into its socket,
     /// or, for bytes this connection held, its output). From now on this
     /// connection's input reaches `on_data` again. A proxy learns here that a
-    /// request's body has gone whole to its backend.
+    /// request's body has gone whole to its backend. If the connection fed closes
+    /// first, this is not called: the input reaches `on_data` again at once.
     fn on_spliced(&mut self, _conn: &mut Self::Conn, _io: &mut Io<'_>) -> Flow {
         Flow::Continue
     }
