@@ -632,33 +632,40 @@ impl Protocol for Framed {
     }
 }
 
-/// Sends `first`, then `second`, through a [`Framed`] loop; returns what its
-/// target read before the protocol logged `data tail`.
-fn framed(first: &[u8], second: &[u8]) -> Vec<u8> {
+/// Sends `writes`, 50 ms apart, through a [`Framed`] loop; returns what its target
+/// read before the protocol logged `data tail`, and the protocol's log.
+fn framed(writes: &[&[u8]]) -> (Vec<u8>, Vec<String>) {
     let backend = TcpListener::bind("127.0.0.1:0").expect("a backend");
     let target = backend.local_addr().expect("its address");
     let (mut reactor, addr) = reactor(Framed { target, log: Vec::new() }, Config::default());
     let mut client = connect(addr);
     turn_until(&mut reactor, "the target connected", |r| r.stats().open == 2);
     let (mut upstream, _) = backend.accept().expect("the loop's connection");
-    client.write_all(first).expect("sending");
-    turn_for(&mut reactor, Duration::from_millis(50));
-    client.write_all(second).expect("sending");
+    for write in writes {
+        client.write_all(write).expect("sending");
+        turn_for(&mut reactor, Duration::from_millis(50));
+    }
     turn_until(&mut reactor, "the tail handed in", |r| r.protocol().log.iter().any(|l| l == "data tail"));
-    assert_eq!(reactor.protocol().log, ["spliced", "data tail"], "told of the splice's end first");
     upstream.set_nonblocking(true).expect("non-blocking");
     let mut spliced = Vec::new();
     match upstream.read_to_end(&mut spliced) {
         Err(e) if e.kind() == ErrorKind::WouldBlock => {}
         other => panic!("the target's connection: {other:?}"),
     }
-    spliced
+    (spliced, reactor.protocol().log.clone())
 }
 
 #[test]
 fn a_splice_of_a_length_moves_that_many_bytes_and_hands_what_follows_to_the_protocol() {
-    assert_eq!(framed(b"5\nhellotail", b""), b"hello", "all received with the header");
-    assert_eq!(framed(b"5\nhe", b"llotail"), b"hello", "the rest through the pipe");
+    let told = ["spliced", "data tail"].map(String::from).to_vec();
+    assert_eq!(framed(&[b"5\nhellotail"]), (b"hello".to_vec(), told.clone()), "all received with the header");
+    assert_eq!(framed(&[b"5\nhe", b"llotail"]), (b"hello".to_vec(), told), "the rest through the pipe");
+    let twice = ["spliced", "spliced", "data tail"].map(String::from).to_vec();
+    assert_eq!(
+        framed(&[b"5\nhe", b"llo3\nab", b"ctail"]),
+        (b"helloabc".to_vec(), twice),
+        "two bodies in a row through the pipe, on one connection"
+    );
 }
 
 #[test]
