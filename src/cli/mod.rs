@@ -277,7 +277,10 @@ pub fn plan_or_exit(cpus: Option<&CpuList>, count: Option<usize>) -> Vec<usize> 
 /// [`ServerArgs`] (a closure that builds the protocol is a [`Service`]):
 ///
 /// ```no_run
-/// use clap::Parser; // the program's own dependency: clap 4, feature "derive"
+/// // The program's own dependency, with the features percore's `cli` uses, so that
+/// // clap is built once: clap = { version = "4", default-features = false,
+/// //   features = ["std", "derive", "help", "usage", "error-context"] }
+/// use clap::Parser;
 /// use percore::cli::{self, ServerArgs};
 /// use percore::listen::Opening;
 /// use percore::reactor::{Io, Protocol, Verdict};
