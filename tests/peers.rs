@@ -632,15 +632,22 @@ impl Protocol for Framed {
     }
 }
 
-/// Sends `writes`, 50 ms apart, through a [`Framed`] loop; returns what its target
-/// read before the protocol logged `data tail`, and the protocol's log.
-fn framed(writes: &[&[u8]]) -> (Vec<u8>, Vec<String>) {
+/// A [`Framed`] loop, a client connected, and the target's end of the connection
+/// the loop opened for it.
+fn framed_pair() -> (Reactor<Framed>, std::net::TcpStream, std::net::TcpStream) {
     let backend = TcpListener::bind("127.0.0.1:0").expect("a backend");
     let target = backend.local_addr().expect("its address");
     let (mut reactor, addr) = reactor(Framed { target, log: Vec::new() }, Config::default());
-    let mut client = connect(addr);
+    let client = connect(addr);
     turn_until(&mut reactor, "the target connected", |r| r.stats().open == 2);
-    let (mut upstream, _) = backend.accept().expect("the loop's connection");
+    let (upstream, _) = backend.accept().expect("the loop's connection");
+    (reactor, client, upstream)
+}
+
+/// Sends `writes`, 50 ms apart, through a [`Framed`] loop; returns what its target
+/// read before the protocol logged `data tail`, and the protocol's log.
+fn framed(writes: &[&[u8]]) -> (Vec<u8>, Vec<String>) {
+    let (mut reactor, mut client, mut upstream) = framed_pair();
     for write in writes {
         client.write_all(write).expect("sending");
         turn_for(&mut reactor, Duration::from_millis(50));
@@ -670,18 +677,14 @@ fn a_splice_of_a_length_moves_that_many_bytes_and_hands_what_follows_to_the_prot
 
 #[test]
 fn a_body_spliced_after_its_connection_is_marked_busy_never_reaches_on_data() {
-    let backend = TcpListener::bind("127.0.0.1:0").expect("a backend");
-    let target = backend.local_addr().expect("its address");
-    let (mut reactor, addr) = reactor(Framed { target, log: Vec::new() }, Config::default());
-    let mut client = connect(addr);
-    turn_until(&mut reactor, "the target connected", |r| r.stats().open == 2);
-    let (mut upstream, _) = backend.accept().expect("the loop's connection");
+    let (mut reactor, mut client, mut upstream) = framed_pair();
     upstream.set_read_timeout(Some(WAIT)).expect("a read timeout");
     // A megabyte with its header in one write: the first read fills the buffer.
     let mut message = b"1000000\n".to_vec();
     message.extend(std::iter::repeat_n(b'B', 1_000_000));
     message.extend_from_slice(b"tail");
-    let ends = (addr, client.local_addr().expect("the client's address"));
+    let ends =
+        (client.peer_addr().expect("the loop's address"), client.local_addr().expect("the client's address"));
     let writer = std::thread::spawn(move || client.write_all(&message).map(|()| client));
     // More than a read (64 KiB) waits before the loop reads: its first read fills
     // the buffer, and so it would read again at once.
