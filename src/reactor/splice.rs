@@ -85,9 +85,7 @@ impl Splices {
     /// and the one feeding it, whose source is returned: its input reaches its
     /// protocol again.
     pub(crate) fn end(&mut self, token: Token) -> Option<Token> {
-        if let Some(splice) = self.by_source.remove(&token) {
-            self.source_of.remove(&splice.to);
-        }
+        self.finish(token);
         let source = self.source_of.remove(&token)?;
         self.by_source.remove(&source);
         Some(source)
