@@ -446,14 +446,20 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
         if source.wire.splice_fd().is_none() {
             return;
         }
-        let Ok(pipe) = Pipe::new() else { return };
+        // What the connection holds whole (a proxy's small body) needs no pipe.
+        let held_whole = self.machine.holds_all_of(&source.conn, len);
+        let pipe = if held_whole {
+            None
+        } else {
+            let Ok(pipe) = Pipe::new() else { return };
+            Some(pipe)
+        };
         let Some(spliced) = self.machine.splice(&mut source.conn, len) else { return };
-        let done = spliced.left == Some(0);
-        if !done {
+        if let Some(pipe) = pipe {
             self.splices.start(from, to, pipe, spliced.left);
         }
         self.write(from, to, &spliced.first);
-        if done {
+        if held_whole {
             // What it held was all there was to move.
             if let Some(slot) = self.slots.get_mut(from) {
                 self.machine.spliced_all(&mut slot.conn, from, Ends::of(&slot.wire));

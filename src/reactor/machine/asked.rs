@@ -120,20 +120,22 @@ impl<P: Protocol> Machine<P> {
         if !conn.is_open() || matches!(conn.reading, Reading::Ended) {
             return None;
         }
-        let mut first = std::mem::take(&mut conn.held);
-        let held = first.len() as u64;
-        match len {
-            Some(len) if len <= held => {
-                conn.held = first.split_off(len as usize);
-                self.resume(conn);
-                Some(Spliced { first, left: Some(0) })
-            }
-            _ => {
-                conn.reading = Reading::Spliced;
-                conn.ready.readable = true;
-                Some(Spliced { first, left: len.map(|len| len - held) })
-            }
+        if let Some(len) = len.filter(|_| self.holds_all_of(conn, len)) {
+            let mut first = std::mem::take(&mut conn.held);
+            conn.held = first.split_off(len as usize);
+            self.resume(conn);
+            return Some(Spliced { first, left: Some(0) });
         }
+        let first = std::mem::take(&mut conn.held);
+        conn.reading = Reading::Spliced;
+        conn.ready.readable = true;
+        Some(Spliced { left: len.map(|len| len - first.len() as u64), first })
+    }
+
+    /// Whether `conn` holds all of the `len` bytes a splice is to move (`None`:
+    /// until its input ends, which it never holds): then no pipe is needed.
+    pub(crate) fn holds_all_of(&self, conn: &Connection<P::Conn>, len: Option<u64>) -> bool {
+        len.is_some_and(|len| len <= conn.held.len() as u64)
     }
 
     /// The connection `conn` fed is gone, or took all it was to: its input reaches
