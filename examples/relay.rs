@@ -18,7 +18,7 @@
 //! (half-close), and a pair closes when both directions are done or either side
 //! fails. A backend that refuses, or does not accept within `--connect-timeout`,
 //! closes its client at once. A graceful stop (SIGTERM) or a reload (SIGHUP) lets
-//! open pairs finish, for up to `--shutdown-timeout` seconds.
+//! open pairs finish, for up to `--shutdown-timeout`.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -40,10 +40,10 @@ struct Args {
     #[arg(long, value_name = "ADDR", required = true)]
     backend: Vec<SocketAddr>,
 
-    /// Seconds a backend may take to accept a connection; then its client is closed
-    /// (0: no limit).
-    #[arg(long, value_name = "SECS", default_value_t = 5)]
-    connect_timeout: u64,
+    /// How long a backend may take to accept a connection; then its client is
+    /// closed (0: no limit).
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = percore::cli::parse_timeout)]
+    connect_timeout: Duration,
 
     /// How bytes cross: `copy` (read into the loop's buffer, written on), `splice`
     /// (through a kernel pipe, never copied to user memory), or `auto`: copied, until
@@ -155,8 +155,7 @@ fn main() -> ExitCode {
     let args = Args::parse();
     // Either side may speak first (SMTP, say): a connection is accepted at once.
     let mut options = args.server.options(Opening::ServerSpeaksFirst);
-    options.reactor.connect_timeout =
-        Some(Duration::from_secs(args.connect_timeout)).filter(|t| !t.is_zero());
+    options.reactor.connect_timeout = Some(args.connect_timeout).filter(|t| !t.is_zero());
     cli::serve(&options, move || {
         Ok(Relay {
             backends: args.backend.clone(),

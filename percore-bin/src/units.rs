@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+pub use percore::cli::parse_duration;
+
 /// A byte count with an optional `k`, `m` or `g` suffix (powers of 1024).
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let lower = text.to_ascii_lowercase();
@@ -33,22 +35,6 @@ pub fn size_within(
             Err(format!("{text:?} is outside {min} to {max} bytes"))
         }
     }
-}
-
-/// `10s`, `1m`, `500ms`, `2h`, or a number of seconds; more than zero.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let bad = || format!("{text:?} is not a duration (such as 10s, 1m or 500ms)");
-    let split = text.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: f64 = number.parse().map_err(|_| bad())?;
-    let seconds = match unit {
-        "" | "s" => number,
-        "ms" => number / 1000.0,
-        "m" => number * 60.0,
-        "h" => number * 3600.0,
-        _ => return Err(bad()),
-    };
-    Duration::try_from_secs_f64(seconds).ok().filter(|d| !d.is_zero()).ok_or_else(bad)
 }
 
 /// [`parse_duration`], refusing a duration outside `min..=max`, which `range` says

@@ -4,6 +4,7 @@
 //! each, what they report. This module is the program's side: it prints and picks
 //! exit statuses; the rest of the library reports to its caller and prints nothing.
 
+mod duration;
 mod print;
 
 use std::net::{IpAddr, SocketAddr};
@@ -17,6 +18,7 @@ use crate::reactor::{Config, Protocol};
 use clap::builder::{PossibleValue, RangedU64ValueParser};
 
 use crate::worker::{self, Options, Outcome, Pinning, PortSharing, Scheduling, Service, Steering};
+pub use duration::{parse_duration, parse_timeout};
 pub use print::say;
 
 /// Connections per worker when `--max-connections` is not given, if the open-file limit
@@ -62,16 +64,16 @@ pub struct ServerArgs {
     #[arg(long, value_name = "N")]
     pub backlog: Option<u32>,
 
-    /// Seconds a graceful stop (SIGTERM, SIGINT, SIGQUIT), or a generation retired by
-    /// a reload or an upgrade, waits for open connections.
-    #[arg(long, value_name = "SECS", default_value_t = 10)]
-    pub shutdown_timeout: u64,
+    /// How long a graceful stop (SIGTERM, SIGINT, SIGQUIT), or a generation retired
+    /// by a reload or an upgrade, waits for open connections.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_timeout)]
+    pub shutdown_timeout: Duration,
 
-    /// Seconds a draining worker keeps an idle connection open, so that a client
+    /// How long a draining worker keeps an idle connection open, so that a client
     /// sending on it right then is answered (and, if the protocol says so, told to
     /// close) instead of closed under its feet.
-    #[arg(long, value_name = "SECS", default_value_t = 1)]
-    pub drain_grace: u64,
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_timeout)]
+    pub drain_grace: Duration,
 
     /// Connections open at once per worker; at the limit a worker stops accepting
     /// until one closes [default: 65536, or fewer if the open-file limit says so].
@@ -96,12 +98,12 @@ pub struct ServerArgs {
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub stats: Option<u64>,
 
-    /// Seconds a message (an HTTP request head) may take to arrive, however slowly
+    /// How long a message (an HTTP request head) may take to arrive, however slowly
     /// it trickles in, and the most a body may fall behind --min-input-rate; then the
     /// connection is closed without an answer. 0: no limit. (The loop's
     /// message_timeout; for HTTP, nginx's client_header_timeout.)
-    #[arg(long, visible_alias = "header-timeout", value_name = "SECS", default_value_t = 10)]
-    pub message_timeout: u32,
+    #[arg(long, visible_alias = "header-timeout", value_name = "DURATION", default_value = "10s", value_parser = parse_timeout)]
+    pub message_timeout: Duration,
 
     /// Bytes per second a message the protocol is busy with (an HTTP request body)
     /// must keep arriving at, on average (each BYTES earn it a second, with
@@ -109,15 +111,16 @@ pub struct ServerArgs {
     #[arg(long, visible_alias = "min-body-rate", value_name = "BYTES", default_value_t = 1024)]
     pub min_input_rate: u32,
 
-    /// Seconds an idle connection (an HTTP keep-alive one, a relay's pair) stays
+    /// How long an idle connection (an HTTP keep-alive one, a relay's pair) stays
     /// open. 0: no limit. (The loop's idle_timeout; for HTTP, nginx's
     /// keepalive_timeout.)
-    #[arg(long, visible_alias = "keepalive-timeout", value_name = "SECS", default_value_t = 60)]
-    pub idle_timeout: u32,
+    #[arg(long, visible_alias = "keepalive-timeout", value_name = "DURATION", default_value = "60s", value_parser = parse_timeout)]
+    pub idle_timeout: Duration,
 
-    /// Seconds a client may leave our output unread before it is dropped. 0: no limit.
-    #[arg(long, value_name = "SECS", default_value_t = 30)]
-    pub send_timeout: u32,
+    /// How long a client may leave our output unread before it is dropped. 0: no
+    /// limit.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_timeout)]
+    pub send_timeout: Duration,
 }
 
 /// Connections per worker at most: far above what one core serves, and far below
@@ -183,8 +186,8 @@ impl ServerArgs {
             listen: ListenOptions { backlog: self.backlog(), opening },
             port_sharing: if self.reuseport_join { PortSharing::Join } else { PortSharing::Exclusive },
             steering: self.steer,
-            shutdown_timeout: Duration::from_secs(self.shutdown_timeout),
-            drain_grace: Duration::from_secs(self.drain_grace),
+            shutdown_timeout: self.shutdown_timeout,
+            drain_grace: self.drain_grace,
             stats_interval: self.stats.map(Duration::from_secs),
             reactor: Config {
                 max_connections: usize::try_from(self.connection_limit()).unwrap_or(usize::MAX),
@@ -372,9 +375,9 @@ fn program_name() -> String {
     std::path::Path::new(&arg0).file_name().map_or(arg0.clone(), |name| name.to_string_lossy().into_owned())
 }
 
-/// A timeout flag's seconds: 0 is none.
-fn timeout(seconds: u32) -> Option<Duration> {
-    (seconds > 0).then(|| Duration::from_secs(u64::from(seconds)))
+/// A timeout flag's duration: 0 is none.
+fn timeout(duration: Duration) -> Option<Duration> {
+    Some(duration).filter(|d| !d.is_zero())
 }
 
 #[cfg(test)]
@@ -408,6 +411,20 @@ mod tests {
         let steering = worker::Error::Steering(std::io::Error::other("needs one worker per CPU"));
         assert_eq!(with_flags(&steering), "--steer cpu: needs one worker per CPU");
         assert_eq!(with_flags(&worker::Error::NoWorkers), worker::Error::NoWorkers.to_string());
+    }
+
+    #[test]
+    fn timeouts_are_durations_to_the_millisecond_or_seconds_and_zero_is_none() {
+        let server = Flags::try_parse_from(["serve", "--idle-timeout", "250ms", "--send-timeout", "0"])
+            .expect("parsed")
+            .server;
+        assert_eq!(timeout(server.idle_timeout), Some(Duration::from_millis(250)));
+        assert_eq!(timeout(server.send_timeout), None);
+        assert_eq!(server.message_timeout, Duration::from_secs(10), "the default");
+        let seconds = Flags::try_parse_from(["serve", "--header-timeout", "3"]).expect("parsed").server;
+        assert_eq!(seconds.message_timeout, Duration::from_secs(3), "a bare number is seconds");
+        let refused = Flags::try_parse_from(["serve", "--idle-timeout", "soon"]).err().expect("refused");
+        assert!(refused.to_string().contains("is not a duration"), "{refused}");
     }
 
     #[test]
