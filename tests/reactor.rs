@@ -326,13 +326,49 @@ fn a_connection_with_its_own_timer_is_under_no_idle_timeout_of_the_loop() {
     let (mut reactor, addr) = reactor(TimesEveryOther::default(), Opening::ServerSpeaksFirst, config);
     let (_untimed, _timed) = (connect(addr), connect(addr));
     turn_until(&mut reactor, "both connections opened", |r| r.protocol().opened == 2);
-    // The loop's clock counts whole seconds: the idle one closes within 3 s ...
+    // The idle one closes after 1 s ...
     turn_until(&mut reactor, "the idle connection closed", |r| !r.protocol().closed.is_empty());
     // ... and 2 s later, past any deadline the loop could have set it, the timed one
     // is still open.
     let later = Instant::now() + Duration::from_secs(2);
     turn_until(&mut reactor, "2 s passed", |_| Instant::now() >= later);
     assert_eq!((reactor.protocol().closed.as_slice(), reactor.stats().open), (&[false][..], 1));
+}
+
+/// Sets a read timeout of 50 ms on every connection it greets; records the closes.
+#[derive(Default)]
+struct ReadTimed {
+    closed: Vec<Closed>,
+}
+
+impl Protocol for ReadTimed {
+    type Conn = ();
+
+    fn on_open(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
+        io.set_read_timeout(Some(Duration::from_millis(50)));
+        io.write(b"hi\n");
+        Flow::Continue
+    }
+
+    fn on_data(&mut self, _conn: &mut (), _input: &[u8], _io: &mut Io<'_>) -> Verdict {
+        Verdict::keep(0)
+    }
+
+    fn on_close(&mut self, _conn: &mut (), closed: Closed, _unconsumed: &[u8], _io: &mut Io<'_>) {
+        self.closed.push(closed);
+    }
+}
+
+#[test]
+fn a_read_timeout_closes_a_connection_that_sends_nothing_long_before_the_idle_timeout() {
+    let config = Config { idle_timeout: Some(Duration::from_secs(60)), ..Config::default() };
+    let (mut reactor, addr) = reactor(ReadTimed::default(), Opening::ServerSpeaksFirst, config);
+    let mut client = connect(addr);
+    turn_until(&mut reactor, "the read timeout", |r| !r.protocol().closed.is_empty());
+    assert_eq!(reactor.protocol().closed, [Closed::TimedOut]);
+    let mut seen = Vec::new();
+    client.read_to_end(&mut seen).expect("the close, after the greeting");
+    assert_eq!(seen, b"hi\n");
 }
 
 /// Answers one line per call and pauses with the rest; after a pause with nothing

@@ -1,6 +1,6 @@
-//! The loop's clock, read once per turn: the instant for timers and for what a
-//! protocol sees as now, whole seconds for the loop's own deadlines, and the
-//! wall-clock second for the once-a-second tick. The wall clock is read only when
+//! The loop's clock, read once per turn: the instant for timers, deadlines and
+//! what a protocol sees as now, and the wall-clock second for the once-a-second
+//! tick. The wall clock is read only when
 //! the monotonic one says its second should have turned, so a turn costs one read.
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -16,9 +16,6 @@ pub(crate) struct Clock {
     start: Instant,
     /// As of the last look.
     instant: Instant,
-    /// Whole seconds since `start`, as of the last tick; starts at 1 so that a
-    /// deadline of 0 can mean "none".
-    now: u32,
     wall_second: u64,
     /// When, by the monotonic clock, the wall clock's next second begins, as of the
     /// last look at it: the wall clock is not read again before.
@@ -30,7 +27,7 @@ impl Clock {
         let (wall_second, into_second) = split(SystemTime::now());
         let start = Instant::now();
         let next_second = start + (Duration::from_secs(1) - into_second);
-        Clock { start, instant: start, now: 1, wall_second, next_second }
+        Clock { start, instant: start, wall_second, next_second }
     }
 
     /// When the clock started: the origin of the loop's timers.
@@ -43,11 +40,6 @@ impl Clock {
         self.instant
     }
 
-    /// Seconds on the loop's monotonic clock, as of the last tick.
-    pub(crate) fn now(&self) -> u32 {
-        self.now
-    }
-
     /// How long until the wall clock turns to the next second, as of the last look:
     /// the loop looks once per turn, and what it does between that look and its
     /// next wait is short.
@@ -56,8 +48,7 @@ impl Clock {
     }
 
     /// Looks at the clock. At the turn of a wall-clock second (or a jump of the wall
-    /// clock either way, seen at the latest a second later), moves the seconds on
-    /// and returns the wall time.
+    /// clock either way, seen at the latest a second later), returns the wall time.
     pub(crate) fn advance(&mut self) -> Option<SystemTime> {
         self.instant = Instant::now();
         if self.instant < self.next_second {
@@ -72,7 +63,6 @@ impl Clock {
             return None;
         }
         self.wall_second = second;
-        self.now = 1 + (self.instant - self.start).as_secs() as u32;
         Some(wall)
     }
 }
@@ -108,20 +98,19 @@ mod tests {
     }
 
     #[test]
-    fn the_seconds_move_on_when_the_wall_second_turns() {
+    fn the_tick_comes_when_the_wall_second_turns() {
         let mut clock = Clock::new();
         let first_second = clock.wall_second;
         for turn in 1..=3 {
             let wall = until_the_second_turns(&mut clock);
             assert!(split(wall).0 > first_second, "turn {turn}: a new second, not the same one");
             assert_eq!(clock.wall_second, split(wall).0);
-            let since_start = (clock.instant() - clock.start()).as_secs() as u32;
-            assert_eq!(clock.now(), 1 + since_start, "turn {turn}");
             let to_next = clock.to_next_second();
             assert!(to_next > Duration::ZERO && to_next <= Duration::from_secs(1), "{to_next:?}");
         }
         // Three turns of the wall second are more than two seconds of the monotonic
         // clock, however late the first came.
-        assert!(clock.now() >= 2, "{}", clock.now());
+        let since_start = clock.instant() - clock.start();
+        assert!(since_start > Duration::from_secs(2), "{since_start:?}");
     }
 }

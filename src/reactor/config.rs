@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 /// Limits and timeouts of one loop. A timeout of `None` is no timeout; the loop
-/// counts them in whole seconds, rounded up, and checks them once a second. Which
+/// counts them in whole milliseconds, rounded up (and at most 24 days), and closes
+/// a connection in the turn its deadline passes. Which
 /// timeout a connection is under at a time is said in [the loop's
 /// timeouts](super::protocol::Protocol#the-loops-timeouts).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,6 +5,7 @@
 //! which have no connection of their own, are given them alone.
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use super::orders::{Order, Orders};
 use super::slab::Token;
@@ -135,5 +136,19 @@ impl Conns<'_> {
     /// again once nothing is pending.
     pub fn set_idle(&mut self, id: ConnId) {
         self.orders.push(Order::Busy(id.token(), false));
+    }
+
+    /// Sets connection `id`'s read timeout, or with `None` clears it (the default):
+    /// while it is set, the connection is closed ([`Closed::TimedOut`]) when
+    /// `timeout` passes with no byte arriving, whatever the protocol holds or is
+    /// busy with; it takes the place of the message and idle timeouts, and the
+    /// connect and send timeouts still come first. nginx's `proxy_read_timeout`: a
+    /// proxy sets it on the upstream connection when the request is sent, and
+    /// clears it when the response has ended. Milliseconds count; like
+    /// [`write_to`](super::Io::write_to), it is done when the callback returns.
+    ///
+    /// [`Closed::TimedOut`]: super::Closed::TimedOut
+    pub fn set_read_timeout(&mut self, id: ConnId, timeout: Option<Duration>) {
+        self.orders.push(Order::ReadTimeout(id.token(), timeout));
     }
 }

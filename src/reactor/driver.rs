@@ -379,6 +379,12 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
                     machine.rearm(&mut slot.conn, token);
                 });
             }
+            Order::ReadTimeout(token, timeout) => {
+                self.with_slot(token, |machine, slot| {
+                    machine.set_read_timeout(&mut slot.conn, token, timeout);
+                    machine.rearm(&mut slot.conn, token);
+                });
+            }
             Order::Busy(token, true) => {
                 self.with_slot(token, |machine, slot| machine.set_busy(&mut slot.conn, true));
             }
@@ -498,10 +504,11 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
 
     /// Closes the connections whose deadline ran out.
     pub(crate) fn close_expired(&mut self) {
-        let machine = &self.machine;
-        let expired = self.slots.tokens_where(|slot| machine.expired(&slot.conn));
-        for token in expired {
-            self.close(token, Closed::TimedOut);
+        while let Some(token) = self.machine.next_expired() {
+            let Some(slot) = self.slots.get_mut(token) else { continue };
+            if self.machine.expired(&slot.conn, token) {
+                self.close(token, Closed::TimedOut);
+            }
         }
     }
 

@@ -215,7 +215,7 @@ impl<P: Protocol> Reactor<P> {
             }
         }
         let tick = self.clock.advance();
-        self.driver.machine.set_time(self.clock.instant(), self.clock.now());
+        self.driver.machine.set_time(self.clock.instant());
         if let Some(now) = tick {
             self.driver.machine.tick(now);
             self.driver.run_orders();
@@ -242,9 +242,7 @@ impl<P: Protocol> Reactor<P> {
         if self.stop.is_some() {
             self.end_grace_if_over();
         }
-        if tick.is_some() {
-            self.close_expired();
-        }
+        self.close_expired();
         let room = self.driver.len() < self.max_connections;
         if self.acceptor.looks_again(room, tick.is_some()) {
             self.accept_ready();
@@ -256,18 +254,27 @@ impl<P: Protocol> Reactor<P> {
     }
 
     /// How long the next wait may last: not at all when work is queued, else until
-    /// the first timer, the end of a stop's grace, the turn of the second (for the
-    /// tick) or `max_wait`.
+    /// the first timer or deadline, the end of a stop's grace or its timeout, the
+    /// turn of the second (for the tick) or `max_wait`.
     fn timeout(&self, max_wait: Option<Duration>) -> Option<Duration> {
         if self.driver.has_work() || self.acceptor.looks_again_now() {
             return Some(Duration::ZERO);
         }
         let now = self.clock.instant();
-        let timer = self.driver.machine.io.timers.next().map(|at| at.saturating_duration_since(now));
-        let grace =
-            self.stop.as_ref().and_then(Stop::grace_until).map(|at| at.saturating_duration_since(now));
-        let second = Some(self.clock.to_next_second());
-        [timer, grace, second, max_wait].into_iter().flatten().min()
+        let machine = &self.driver.machine;
+        let mut wait = self.clock.to_next_second();
+        if let Some(deadline) = machine.to_next_deadline() {
+            wait = wait.min(deadline);
+        }
+        let timer = machine.io.timers.next();
+        let stop = self
+            .stop
+            .as_ref()
+            .map(|stop| stop.grace_until().map_or(stop.deadline(), |g| g.min(stop.deadline())));
+        for at in [timer, stop].into_iter().flatten() {
+            wait = wait.min(at.saturating_duration_since(now));
+        }
+        Some(max_wait.map_or(wait, |max| wait.min(max)))
     }
 
     /// The listener's edge (or a look again): accepts what is queued; once a stop
@@ -326,7 +333,7 @@ impl<P: Protocol> Reactor<P> {
         if self.stop.is_some() {
             return;
         }
-        self.stop = Some(Stop::new(&options, self.clock.instant(), self.clock.now()));
+        self.stop = Some(Stop::new(&options, self.clock.instant()));
         self.driver.machine.stop_begun();
         self.driver.run_orders();
         match options.listener {
@@ -349,11 +356,10 @@ impl<P: Protocol> Reactor<P> {
         }
     }
 
-    /// Once a second: closes the connections whose deadline passed; after a stop's
-    /// timeout, every connection, and the listener with nothing left to serve its
-    /// queue.
+    /// Closes the connections whose deadline passed; after a stop's timeout, every
+    /// connection, and the listener with nothing left to serve its queue.
     fn close_expired(&mut self) {
-        if self.stop.as_ref().is_some_and(|stop| stop.expired(self.clock.now())) {
+        if self.stop.as_ref().is_some_and(|stop| stop.expired(self.clock.instant())) {
             self.driver.close_all(Closed::TimedOut);
             return self.acceptor.drop_listener(&self.driver.registry);
         }

@@ -122,8 +122,6 @@ fn peer_edge(reads: PeerReads) -> Edge {
 #[derive(Debug)]
 pub struct Harness<P: Protocol> {
     driver: Driver<P, Peer>,
-    /// The harness's time zero.
-    start: Instant,
     now: Instant,
     /// The harness's own connection.
     own: Token,
@@ -145,7 +143,7 @@ impl<P: Protocol> Harness<P> {
         let own_peer = record.peer(None);
         let mut driver = Driver::new(Machine::new(protocol, &config, start), record);
         let own = driver.adopt(own_peer);
-        Harness { driver, start, now: start, own, own_opened: false }
+        Harness { driver, now: start, own, own_opened: false }
     }
 
     /// The harness's own connection, which the methods without an id drive.
@@ -238,12 +236,20 @@ impl<P: Protocol> Harness<P> {
     pub fn advance(&mut self, by: Duration) -> Option<Flow> {
         let until = self.now + by;
         let mut flow = None;
-        while let Some(at) = self.driver.machine.io.timers.next().filter(|&at| at <= until) {
+        loop {
+            let timer = self.driver.machine.io.timers.next();
+            let deadline = self.driver.machine.to_next_deadline().map(|wait| self.now + wait);
+            let due = [timer, deadline].into_iter().flatten().min();
+            let Some(at) = due.filter(|&at| at <= until) else { break };
             self.set_time(self.now.max(at));
-            let Some(token) = self.driver.machine.io.timers.pop_due(at) else { break };
-            if let Some(fired) = self.driver.timer(token) {
-                flow = Some(fired);
+            if let Some(token) =
+                timer.filter(|&timer| timer == at).and_then(|_| self.driver.machine.io.timers.pop_due(at))
+            {
+                if let Some(fired) = self.driver.timer(token) {
+                    flow = Some(fired);
+                }
             }
+            self.driver.close_expired();
             self.settle();
         }
         self.set_time(until);
@@ -447,12 +453,11 @@ impl<P: Protocol> Harness<P> {
         self.driver.slot(id.token()).is_none_or(|slot| !slot.conn.is_open())
     }
 
-    /// The clock at `now`: the instant callbacks see, and the seconds the loop's
-    /// deadlines count (from 1, as the loop's clock).
+    /// The clock at `now`: the instant callbacks see, and the loop's deadlines
+    /// count.
     fn set_time(&mut self, now: Instant) {
         self.now = now;
-        let second = 1 + u32::try_from((now - self.start).as_secs()).unwrap_or(u32::MAX - 1);
-        self.driver.machine.set_time(now, second);
+        self.driver.machine.set_time(now);
     }
 
     /// An edge of connection `token`'s wire: the test sent, finished, or reads. One

@@ -245,6 +245,12 @@ impl<'a> Io<'a> {
         self.conns.orders.push(Order::Idle(self.id.token(), idle));
     }
 
+    /// Sets this connection's read timeout, or with `None` clears it: as
+    /// [`Conns::set_read_timeout`].
+    pub fn set_read_timeout(&mut self, timeout: Option<Duration>) {
+        self.conns.set_read_timeout(self.id, timeout);
+    }
+
     /// What a graceful stop does with this connection when it is idle: close it
     /// once the grace is over (the default), or leave it until it closes.
     pub fn set_drain_policy(&mut self, policy: DrainPolicy) {

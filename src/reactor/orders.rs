@@ -6,6 +6,7 @@
 
 use std::net::SocketAddr;
 use std::ops::Range;
+use std::time::Duration;
 
 use super::config::{DrainPolicy, IdleTimeout};
 use super::slab::{Ids, Token};
@@ -26,6 +27,8 @@ pub(crate) enum Order {
     Shutdown(Token),
     Close(Token),
     Idle(Token, IdleTimeout),
+    /// The connection's read timeout (`None`: none).
+    ReadTimeout(Token, Option<Duration>),
     Drain(Token, DrainPolicy),
     /// The connection is busy with an exchange another carries on (`true`), or
     /// no longer.

@@ -114,8 +114,10 @@ pub enum Closed {
 /// A connection is under one of the loop's timeouts ([`Config`](super::Config)) at a
 /// time, the first of these that applies: the linger after a close; the connect
 /// timeout while a connection it opened is not yet established; the send timeout
-/// while output is unsent; the message timeout while input is held unconsumed (a
-/// partial message); none while the connection has a timer of its own
+/// while output is unsent; the connection's read timeout, if the protocol set one
+/// ([`Conns::set_read_timeout`](super::Conns::set_read_timeout)); the message
+/// timeout while input is held unconsumed (a partial message); none while the
+/// connection has a timer of its own
 /// ([`Io::set_timer`]: the protocol decides); the message timeout while the protocol
 /// says it [is busy](Protocol::is_busy); else the idle timeout (unless the
 /// connection [opted out](Io::set_idle_timeout)). A byte stream that consumes all

@@ -3,6 +3,8 @@
 
 use std::time::{Duration, Instant};
 
+use super::clock::far_future;
+
 /// How a graceful stop goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DrainOptions {
@@ -33,19 +35,17 @@ pub enum ListenerFate {
 /// A graceful stop under way: its times, by the loop's clock.
 #[derive(Debug)]
 pub(crate) struct Stop {
-    /// The second of the loop's clock at which every connection left is closed.
-    deadline: u32,
+    /// When every connection left is closed.
+    deadline: Instant,
     /// Until then idle connections are kept; `None` once it has passed.
     grace_until: Option<Instant>,
 }
 
 impl Stop {
-    /// A stop as `options` say, begun at `now` (second `second` of the loop's clock).
-    pub(crate) fn new(options: &DrainOptions, now: Instant, second: u32) -> Stop {
-        // Whole seconds, at least one: the loop checks its deadlines once a second.
-        let seconds = u32::try_from(options.timeout.as_secs()).unwrap_or(u32::MAX).max(1);
+    /// A stop as `options` say, begun at `now`.
+    pub(crate) fn new(options: &DrainOptions, now: Instant) -> Stop {
         Stop {
-            deadline: second.saturating_add(seconds),
+            deadline: now.checked_add(options.timeout).unwrap_or_else(|| far_future(now)),
             grace_until: Some(now.checked_add(options.grace).unwrap_or(now)),
         }
     }
@@ -64,9 +64,14 @@ impl Stop {
         ends
     }
 
-    /// Whether the stop's deadline has come, at second `second` of the loop's clock.
-    pub(crate) fn expired(&self, second: u32) -> bool {
-        self.deadline <= second
+    /// When every connection left is closed.
+    pub(crate) fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// Whether the stop's deadline has come by `now`.
+    pub(crate) fn expired(&self, now: Instant) -> bool {
+        self.deadline <= now
     }
 }
 
@@ -75,19 +80,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_grace_ends_once_and_the_deadline_counts_whole_seconds_at_least_one() {
+    fn the_grace_ends_once_and_the_timeout_when_it_says() {
         let now = Instant::now();
         let options = DrainOptions {
             listener: ListenerFate::HandOver,
             grace: Duration::from_millis(50),
-            timeout: Duration::ZERO,
+            timeout: Duration::from_millis(150),
         };
-        let mut stop = Stop::new(&options, now, 10);
+        let mut stop = Stop::new(&options, now);
         assert_eq!(stop.grace_until(), Some(now + Duration::from_millis(50)));
         assert!(!stop.grace_ends(now + Duration::from_millis(49)));
         assert!(stop.grace_ends(now + Duration::from_millis(50)));
         assert!(!stop.grace_ends(now + Duration::from_secs(1)), "once");
         assert_eq!(stop.grace_until(), None);
-        assert!(!stop.expired(10) && stop.expired(11), "a timeout under a second is one");
+        assert_eq!(stop.deadline(), now + Duration::from_millis(150));
+        assert!(!stop.expired(now + Duration::from_millis(149)));
+        assert!(stop.expired(now + Duration::from_millis(150)));
+        let forever = DrainOptions { timeout: Duration::MAX, ..options };
+        assert!(!Stop::new(&forever, now).expired(now + Duration::from_secs(1 << 30)));
     }
 }

@@ -1,7 +1,8 @@
-//! The protocol's timers: at most one per connection, kept in a binary min-heap of
-//! deadlines that knows where each connection's entry is, so that setting, moving
-//! and cancelling a timer is O(log n) and allocates nothing once the heap has grown
-//! to the number of connections.
+//! Deadlines by connection, at most one per connection slot, in a binary min-heap
+//! that knows where each slot's entry is: setting, moving and cancelling one is
+//! O(log n), and allocates nothing once the heap has grown to the number of
+//! connections. Two heaps use it: the protocol's timers ([`Timers`], instants) and
+//! the loop's own timeouts (the machine's, in its clock's milliseconds).
 
 use std::time::{Duration, Instant};
 
@@ -9,55 +10,46 @@ use super::slab::Token;
 
 #[derive(Clone, Copy, Debug)]
 struct Entry {
-    /// Nanoseconds after the heap's origin.
-    deadline: u64,
+    key: u64,
     token: Token,
 }
 
-/// Deadlines by connection.
-#[derive(Debug)]
-pub(crate) struct Timers {
-    origin: Instant,
+/// Keys (points in time, in whatever unit the owner counts) by connection slot.
+#[derive(Debug, Default)]
+pub(crate) struct Heap {
     heap: Vec<Entry>,
     /// For each slab slot, its entry's index in `heap` plus one; 0 when it has none.
     position: Vec<u32>,
 }
 
-impl Timers {
-    /// Timers whose deadlines are instants after `origin`.
-    pub(crate) fn new(origin: Instant) -> Timers {
-        Timers { origin, heap: Vec::new(), position: Vec::new() }
-    }
-
-    /// Sets the timer of connection `token` to `at`, replacing the one it had. An
-    /// instant in the past fires at the next look.
-    pub(crate) fn set(&mut self, token: Token, at: Instant) {
-        let deadline =
-            u64::try_from(at.saturating_duration_since(self.origin).as_nanos()).unwrap_or(u64::MAX);
-        let slot = token.index();
-        if slot >= self.position.len() {
-            self.position.resize(slot + 1, 0);
-        }
-        match self.position[slot] {
-            0 => {
+impl Heap {
+    /// Sets the entry of `token`'s slot to `key`, replacing the one it had (whichever
+    /// connection of the slot it was for).
+    pub(crate) fn set(&mut self, token: Token, key: u64) {
+        match self.slot_index(token) {
+            None => {
                 // sift_up places it, and records where.
-                self.heap.push(Entry { deadline, token });
+                self.heap.push(Entry { key, token });
                 self.sift_up(self.heap.len() - 1);
             }
-            at => {
-                let i = at as usize - 1;
-                let earlier = deadline < self.heap[i].deadline;
-                self.heap[i] = Entry { deadline, token };
-                if earlier {
-                    self.sift_up(i);
-                } else {
-                    self.sift_down(i);
-                }
-            }
+            Some(i) => self.replace(i, Entry { key, token }),
         }
     }
 
-    /// Cancels the timer of the connection in `token`'s slot, if it has one.
+    /// Makes sure connection `token` has an entry at or before `key`: sets one unless
+    /// it has one already that early. An entry left earlier than a key that moved on
+    /// comes due early, and its owner looks again then: a key that only moves later
+    /// (a deadline each request extends) costs a comparison, not a move in the heap.
+    #[inline]
+    pub(crate) fn lower(&mut self, token: Token, key: u64) {
+        match self.slot_index(token) {
+            Some(i) if self.heap[i].token == token && self.heap[i].key <= key => {}
+            Some(i) => self.replace(i, Entry { key, token }),
+            None => self.set(token, key),
+        }
+    }
+
+    /// Removes the entry of connection `token`, if it has one.
     pub(crate) fn cancel(&mut self, token: Token) {
         let Some(i) = self.index_of(token) else { return };
         self.position[token.index()] = 0;
@@ -70,42 +62,51 @@ impl Timers {
         }
     }
 
-    /// Whether connection `token` has a timer set.
-    pub(crate) fn is_set(&self, token: Token) -> bool {
-        self.index_of(token).is_some()
+    /// The key of connection `token`'s entry, if it has one.
+    pub(crate) fn key(&self, token: Token) -> Option<u64> {
+        self.index_of(token).map(|i| self.heap[i].key)
     }
 
-    /// When the timer of connection `token` fires, if it is set.
-    pub(crate) fn deadline(&self, token: Token) -> Option<Instant> {
-        self.index_of(token).map(|i| self.instant(self.heap[i].deadline))
+    /// The earliest key of all.
+    pub(crate) fn first(&self) -> Option<u64> {
+        self.heap.first().map(|entry| entry.key)
     }
 
-    /// The earliest deadline of all.
-    pub(crate) fn next(&self) -> Option<Instant> {
-        self.heap.first().map(|entry| self.instant(entry.deadline))
-    }
-
-    /// Removes and returns a connection whose deadline is at or before `now`.
-    pub(crate) fn pop_due(&mut self, now: Instant) -> Option<Token> {
-        let first = *self.heap.first()?;
-        if self.instant(first.deadline) > now {
-            return None;
-        }
+    /// Removes and returns a connection whose key is at or before `now`.
+    pub(crate) fn pop_due(&mut self, now: u64) -> Option<Token> {
+        let first = *self.heap.first().filter(|first| first.key <= now)?;
         self.cancel(first.token);
         Some(first.token)
     }
 
-    fn index_of(&self, token: Token) -> Option<usize> {
+    /// The index of the entry of `token`'s slot, whichever connection it is for.
+    fn slot_index(&self, token: Token) -> Option<usize> {
         let at = *self.position.get(token.index())?;
-        (at > 0 && self.heap[at as usize - 1].token == token).then(|| at as usize - 1)
+        (at > 0).then(|| at as usize - 1)
     }
 
-    fn instant(&self, deadline: u64) -> Instant {
-        self.origin + Duration::from_nanos(deadline)
+    fn index_of(&self, token: Token) -> Option<usize> {
+        self.slot_index(token).filter(|&i| self.heap[i].token == token)
+    }
+
+    /// Puts `entry` at index `i` in place of the entry there, and moves it to where
+    /// it belongs.
+    fn replace(&mut self, i: usize, entry: Entry) {
+        let earlier = entry.key < self.heap[i].key;
+        self.heap[i] = entry;
+        if earlier {
+            self.sift_up(i);
+        } else {
+            self.sift_down(i);
+        }
     }
 
     fn place(&mut self, i: usize, entry: Entry) {
-        self.position[entry.token.index()] = i as u32 + 1;
+        let slot = entry.token.index();
+        if slot >= self.position.len() {
+            self.position.resize(slot + 1, 0);
+        }
+        self.position[slot] = i as u32 + 1;
         self.heap[i] = entry;
     }
 
@@ -113,7 +114,7 @@ impl Timers {
         let entry = self.heap[i];
         while i > 0 {
             let parent = (i - 1) / 2;
-            if self.heap[parent].deadline <= entry.deadline {
+            if self.heap[parent].key <= entry.key {
                 break;
             }
             self.place(i, self.heap[parent]);
@@ -127,16 +128,72 @@ impl Timers {
         loop {
             let left = 2 * i + 1;
             let Some(mut child) = (left < self.heap.len()).then_some(left) else { break };
-            if left + 1 < self.heap.len() && self.heap[left + 1].deadline < self.heap[left].deadline {
+            if left + 1 < self.heap.len() && self.heap[left + 1].key < self.heap[left].key {
                 child = left + 1;
             }
-            if entry.deadline <= self.heap[child].deadline {
+            if entry.key <= self.heap[child].key {
                 break;
             }
             self.place(i, self.heap[child]);
             i = child;
         }
         self.place(i, entry);
+    }
+}
+
+/// The protocol's timers: at most one per connection, at an instant.
+#[derive(Debug)]
+pub(crate) struct Timers {
+    origin: Instant,
+    /// Nanoseconds after `origin`.
+    heap: Heap,
+}
+
+impl Timers {
+    /// Timers whose deadlines are instants after `origin`.
+    pub(crate) fn new(origin: Instant) -> Timers {
+        Timers { origin, heap: Heap::default() }
+    }
+
+    /// Sets the timer of connection `token` to `at`, replacing the one it had. An
+    /// instant in the past fires at the next look.
+    pub(crate) fn set(&mut self, token: Token, at: Instant) {
+        self.heap.set(token, self.key(at));
+    }
+
+    /// Cancels the timer of connection `token`, if it has one.
+    pub(crate) fn cancel(&mut self, token: Token) {
+        self.heap.cancel(token);
+    }
+
+    /// Whether connection `token` has a timer set.
+    pub(crate) fn is_set(&self, token: Token) -> bool {
+        self.heap.key(token).is_some()
+    }
+
+    /// When the timer of connection `token` fires, if it is set.
+    pub(crate) fn deadline(&self, token: Token) -> Option<Instant> {
+        self.heap.key(token).map(|key| self.instant(key))
+    }
+
+    /// The earliest deadline of all.
+    pub(crate) fn next(&self) -> Option<Instant> {
+        self.heap.first().map(|key| self.instant(key))
+    }
+
+    /// Removes and returns a connection whose deadline is at or before `now`.
+    pub(crate) fn pop_due(&mut self, now: Instant) -> Option<Token> {
+        // No key made of `now` when no timer is set, as in most turns.
+        self.heap.first()?;
+        self.heap.pop_due(self.key(now))
+    }
+
+    fn key(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.origin).as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    fn instant(&self, key: u64) -> Instant {
+        self.origin + Duration::from_nanos(key)
     }
 }
 
@@ -244,5 +301,33 @@ mod tests {
         assert_eq!(deadlines(&popped), deadlines(&expected));
         popped.sort_unstable();
         assert_eq!(popped, expected);
+    }
+
+    #[test]
+    fn lowering_moves_an_entry_only_earlier_and_takes_the_slot_from_a_closed_connection() {
+        let mut heap = Heap::default();
+        heap.lower(token(1, 0), 100);
+        heap.lower(token(2, 0), 50);
+        heap.lower(token(1, 0), 300);
+        assert_eq!(heap.key(token(1, 0)), Some(100), "a later key leaves the entry where it was");
+        heap.lower(token(1, 0), 20);
+        assert_eq!(heap.key(token(1, 0)), Some(20), "an earlier one moves it");
+        assert_eq!(heap.first(), Some(20));
+        // The slot's connection closed with its entry left in; the next one in the
+        // slot takes the entry over, at its own key, even a later one.
+        heap.lower(token(1, 1), 400);
+        assert_eq!((heap.key(token(1, 0)), heap.key(token(1, 1))), (None, Some(400)));
+        assert_eq!(heap.pop_due(1000), Some(token(2, 0)));
+        assert_eq!(heap.pop_due(1000), Some(token(1, 1)));
+        assert_eq!(heap.pop_due(1000), None, "one entry a slot");
+    }
+
+    #[test]
+    fn an_entry_left_for_a_closed_connection_comes_due_under_its_own_token() {
+        let mut heap = Heap::default();
+        heap.set(token(5, 0), 10);
+        assert_eq!(heap.pop_due(9), None);
+        assert_eq!(heap.pop_due(10), Some(token(5, 0)), "its owner finds the slot moved on");
+        assert_eq!(heap.first(), None);
     }
 }

@@ -479,6 +479,71 @@ fn a_connect_that_times_out_fails_and_an_idle_connection_times_out() {
 }
 
 #[test]
+fn the_loops_timeouts_run_out_to_the_millisecond() {
+    let config = Config {
+        connect_timeout: Some(Duration::from_millis(150)),
+        idle_timeout: Some(Duration::from_millis(250)),
+        ..Config::default()
+    };
+    let mut harness = Harness::with_config(Quiet::default(), config);
+    harness.open();
+    let (opened, _) = harness.connecting()[0];
+    harness.advance(Duration::from_millis(150));
+    assert_eq!(harness.closed(opened), None, "150 ms: the connect's last millisecond");
+    harness.advance(Duration::from_millis(1));
+    assert_eq!(harness.closed(opened), Some(Closed::ConnectFailed(io::ErrorKind::TimedOut)));
+    harness.advance(Duration::from_millis(99));
+    assert_eq!(harness.closed(harness.id()), None, "idle for 250 ms");
+    harness.advance(Duration::from_millis(2));
+    assert_eq!(harness.closed(harness.id()), Some(Closed::TimedOut));
+}
+
+/// Sets a read timeout of 100 ms on `wait`, clears it on `done`, consumes nothing
+/// else: what it holds is a message partly received.
+struct ReadsTimed;
+
+impl Protocol for ReadsTimed {
+    type Conn = ();
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+        match input {
+            b"wait" => io.set_read_timeout(Some(Duration::from_millis(100))),
+            b"done" => io.set_read_timeout(None),
+            _ => return Verdict::keep(0),
+        }
+        Verdict::keep(input.len())
+    }
+}
+
+#[test]
+fn a_read_timeout_runs_from_the_latest_byte_and_takes_the_place_of_the_message_and_idle_ones() {
+    let config = Config {
+        message_timeout: Some(Duration::from_secs(10)),
+        idle_timeout: Some(Duration::from_secs(10)),
+        ..Config::default()
+    };
+    let mut harness = Harness::with_config(ReadsTimed, config);
+    harness.receive(b"wait");
+    harness.advance(Duration::from_millis(60));
+    harness.receive(b"x");
+    harness.advance(Duration::from_millis(60));
+    harness.receive(b"y");
+    harness.advance(Duration::from_millis(100));
+    assert_eq!(harness.unconsumed(harness.id()), b"xy", "held: a message partly received");
+    assert_eq!(harness.closed(harness.id()), None, "each byte came within 100 ms of the last");
+    harness.advance(Duration::from_millis(1));
+    assert_eq!(harness.closed(harness.id()), Some(Closed::TimedOut), "101 ms since the last");
+
+    let mut cleared = Harness::with_config(ReadsTimed, config);
+    cleared.receive(b"wait");
+    cleared.receive(b"done");
+    cleared.advance(Duration::from_secs(9));
+    assert_eq!(cleared.closed(cleared.id()), None, "cleared: the idle timeout's 10 s");
+    cleared.advance(Duration::from_secs(2));
+    assert_eq!(cleared.closed(cleared.id()), Some(Closed::TimedOut));
+}
+
+#[test]
 fn what_a_call_writes_goes_out_though_it_closes_another_connection() {
     let mut harness = Harness::new(Quiet::default());
     harness.open();

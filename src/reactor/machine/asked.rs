@@ -3,13 +3,15 @@
 //! its policies, and a graceful stop.
 
 use std::io;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use super::calls::Call;
 use super::connection::{Connection, Life, Reading, Writing};
+use super::deadline;
 use super::rules::{Machine, Spliced, Stopping};
 use crate::reactor::config::{DrainPolicy, IdleTimeout, OUTPUT_BUDGET};
 use crate::reactor::protocol::{Closed, Protocol};
+use crate::reactor::slab::Token;
 
 impl<P: Protocol> Machine<P> {
     /// Ends a pause, or hands again the input a connection reading holds: once its
@@ -41,6 +43,25 @@ impl<P: Protocol> Machine<P> {
     /// said so.
     pub(crate) fn close_asked(&mut self, conn: &mut Connection<P::Conn>) {
         self.close(conn, Call::Event);
+    }
+
+    /// Sets (or with `None` clears) `conn`'s read timeout (which the connection's
+    /// next `rearm` applies).
+    pub(crate) fn set_read_timeout(
+        &mut self,
+        conn: &mut Connection<P::Conn>,
+        token: Token,
+        timeout: Option<Duration>,
+    ) {
+        let millis = deadline::millis(timeout);
+        conn.deadline.set_reads_timed(millis > 0);
+        if millis > 0 {
+            let slot = token.index();
+            if slot >= self.read_timeouts.len() {
+                self.read_timeouts.resize(slot + 1, 0);
+            }
+            self.read_timeouts[slot] = millis;
+        }
     }
 
     pub(crate) fn set_idle_timeout(&mut self, conn: &mut Connection<P::Conn>, idle: IdleTimeout) {

@@ -28,6 +28,7 @@ impl<P: Protocol> Machine<P> {
         // A short read drained the wire, unless the peer shut down: then only the
         // end of its stream says so.
         conn.ready.readable = filled || conn.ready.read_closed;
+        conn.deadline.read_some();
         self.hand_in(conn, token, ends, fresh, filled);
         if conn.is_open() && conn.held.len() > self.limits.max_held_input {
             conn.life = Life::Over(Closed::Done);

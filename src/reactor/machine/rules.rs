@@ -1,15 +1,16 @@
 //! The machine's decisions: what a connection does next ([`Machine::poll`]), and
 //! the deadline it waits under.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::connection::{Connection, Life, Reading, Writing};
-use super::deadline::{Limits, Under};
+use super::deadline::{millis_between, Limits, Under};
 use crate::reactor::config::{Config, IdleTimeout, OUTPUT_BUDGET};
 use crate::reactor::io::IoState;
 use crate::reactor::output::Output;
 use crate::reactor::protocol::{Closed, Protocol};
 use crate::reactor::slab::Token;
+use crate::reactor::timers::Heap;
 
 /// Unsent output at or below which a connection lets the connections whose reading
 /// stopped for it read again: half the budget, so that the next read does not take
@@ -93,9 +94,17 @@ pub(crate) struct Machine<P: Protocol> {
     /// callbacks gave.
     pub(crate) io: IoState,
     pub(super) limits: Limits,
+    /// The driver's clock: when its milliseconds start, and now.
+    pub(super) origin: Instant,
     pub(super) now: Instant,
-    /// Whole seconds of the driver's clock: what deadlines count.
-    pub(super) second: u32,
+    /// Milliseconds from `origin` to `now`: what deadlines count.
+    millis: u64,
+    /// The loop's deadlines, by connection, in its milliseconds; a connection's entry
+    /// may come before its deadline (see [`Heap::lower`]), never after.
+    deadlines: Heap,
+    /// The read timeout of each connection slot whose connection has one (its
+    /// deadline says so), in milliseconds.
+    pub(super) read_timeouts: Vec<u32>,
     pub(super) stopping: Stopping,
 }
 
@@ -106,17 +115,19 @@ impl<P: Protocol> Machine<P> {
             protocol,
             io: IoState::new(origin),
             limits: Limits::of(config),
+            origin,
             now: origin,
-            second: 1,
+            millis: 0,
+            deadlines: Heap::default(),
+            read_timeouts: Vec::new(),
             stopping: Stopping::No,
         }
     }
 
-    /// The driver's time: the instant callbacks see, and the whole seconds (from 1)
-    /// the deadlines count.
-    pub(crate) fn set_time(&mut self, now: Instant, second: u32) {
+    /// The driver's time: the instant callbacks see, and the deadlines count.
+    pub(crate) fn set_time(&mut self, now: Instant) {
         self.now = now;
-        self.second = second;
+        self.millis = millis_between(self.origin, now);
     }
 
     pub(crate) fn now(&self) -> Instant {
@@ -211,23 +222,48 @@ impl<P: Protocol> Machine<P> {
 
     /// Sets the connection's deadline for what it is doing now, by the precedence
     /// [`Protocol`]'s docs give.
+    #[inline(always)]
     pub(crate) fn rearm(&mut self, conn: &mut Connection<P::Conn>, token: Token) {
         let under = match conn.life {
             Life::Lingering => Under::Linger,
             _ if conn.is_connecting() => Under::Connect,
             // Blocking: another connection's bytes wait for it (in a splice's pipe).
             _ if conn.unsent() > 0 || conn.blocking => Under::Send,
+            _ if conn.deadline.reads_timed() => Under::Read(self.read_timeouts[token.index()]),
             _ if !conn.held.is_empty() => Under::PartialMessage,
             _ if self.io.timers.is_set(token) => Under::OwnTimer,
             _ if P::is_busy(&conn.state) => Under::Busy,
             _ => Under::Idle { never: conn.idle == IdleTimeout::Never },
         };
-        conn.deadline.rearm(under, self.second, &self.limits);
+        // The heap holds an entry for each connection with a deadline, at or before
+        // it: only a deadline that may have come earlier moves it.
+        if let Some(ahead) = conn.deadline.rearm(under, self.millis, &self.limits) {
+            self.deadlines.lower(token, self.millis + u64::from(ahead));
+        }
     }
 
-    /// Whether `conn`'s deadline ran out.
-    pub(crate) fn expired(&self, conn: &Connection<P::Conn>) -> bool {
-        conn.deadline.expired(self.second)
+    /// A connection whose deadline may have come, by the heap: whether it did. One
+    /// whose deadline moved on since is watched again, at its deadline.
+    pub(crate) fn expired(&mut self, conn: &Connection<P::Conn>, token: Token) -> bool {
+        if conn.deadline.expired(self.millis) {
+            return true;
+        }
+        if let Some(at) = conn.deadline.at(self.millis) {
+            self.deadlines.lower(token, at);
+        }
+        false
+    }
+
+    /// A connection whose deadline may have come (or a closed one's, which the
+    /// driver skips); `None` once none is due now.
+    pub(crate) fn next_expired(&mut self) -> Option<Token> {
+        self.deadlines.pop_due(self.millis)
+    }
+
+    /// How long until the first deadline comes (by the clock's whole milliseconds),
+    /// if any.
+    pub(crate) fn to_next_deadline(&self) -> Option<Duration> {
+        self.deadlines.first().map(|first| Duration::from_millis(first.saturating_sub(self.millis)))
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::rules::Spliced;
 use super::*;
@@ -269,11 +269,16 @@ fn output_of_exactly_the_budget_unsent_lets_the_reading_go_on() {
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Read);
 }
 
+/// Sets the machine's clock to `second` seconds after its origin.
+fn at_second(machine: &mut Machine<Script>, second: u64) {
+    machine.set_time(machine.origin + Duration::from_secs(second));
+}
+
 /// A connection whose answer, `answer`, the wire did not take at second 100: it
 /// has 30 s to send it.
 fn unsent_from_second_100(answer: &'static [u8]) -> (Machine<Script>, Connection<()>) {
     let (mut machine, mut conn) = machine(&[(1, Flow::Continue, answer)]);
-    machine.set_time(machine.now(), 100);
+    at_second(&mut machine, 100);
     machine.received(&mut conn, TOKEN, ENDS, b"x", false);
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Send);
     machine.sent(&mut conn, Ok(0));
@@ -284,8 +289,8 @@ fn unsent_from_second_100(answer: &'static [u8]) -> (Machine<Script>, Connection
 #[test]
 fn a_slow_peers_progress_extends_the_send_timeout_and_a_flush_that_moves_nothing_does_not() {
     let (mut machine, mut conn) = unsent_from_second_100(b"a long answer");
-    let flush = |machine: &mut Machine<Script>, conn: &mut Connection<()>, second: u32, bytes: usize| {
-        machine.set_time(machine.now(), second);
+    let flush = |machine: &mut Machine<Script>, conn: &mut Connection<()>, second: u64, bytes: usize| {
+        at_second(machine, second);
         machine.ready(conn, Edge { writable: true, ..Edge::default() });
         assert_eq!(machine.poll(conn, TOKEN), Step::Flush);
         let taken = conn.queue().take_into(&mut Vec::new(), bytes);
@@ -295,12 +300,12 @@ fn a_slow_peers_progress_extends_the_send_timeout_and_a_flush_that_moves_nothing
     // 30 s to send from 100; the peer takes a byte at 125, and at 150.
     flush(&mut machine, &mut conn, 125, 1);
     flush(&mut machine, &mut conn, 150, 1);
-    machine.set_time(machine.now(), 170);
-    assert!(!machine.expired(&conn), "the peer took a byte 20 s ago");
+    at_second(&mut machine, 170);
+    assert!(!machine.expired(&conn, TOKEN), "the peer took a byte 20 s ago");
     // An edge on which it takes nothing is no progress.
     flush(&mut machine, &mut conn, 175, 0);
-    machine.set_time(machine.now(), 181);
-    assert!(machine.expired(&conn), "30 s since the peer last took a byte");
+    at_second(&mut machine, 181);
+    assert!(machine.expired(&conn, TOKEN), "30 s since the peer last took a byte");
 }
 
 #[test]
@@ -319,11 +324,11 @@ fn spliced_bytes_wait_for_a_target_being_opened_closing_or_with_output_of_its_ow
 #[test]
 fn what_a_target_took_of_a_splice_is_progress_and_an_error_closes_it() {
     let (mut machine, mut conn) = unsent_from_second_100(b"answer");
-    machine.set_time(machine.now(), 125);
+    at_second(&mut machine, 125);
     assert_eq!(machine.emptied(&mut conn, Ok(4096)), Ok(4096));
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait);
-    machine.set_time(machine.now(), 140);
-    assert!(!machine.expired(&conn), "the peer took spliced bytes at 125");
+    at_second(&mut machine, 140);
+    assert!(!machine.expired(&conn, TOKEN), "the peer took spliced bytes at 125");
     assert_eq!(machine.emptied(&mut conn, Err(io::ErrorKind::WouldBlock.into())), Ok(0), "none for now");
     let reset = machine.emptied(&mut conn, Err(io::ErrorKind::ConnectionReset.into()));
     assert_eq!(reset, Err(Closed::WriteFailed(io::ErrorKind::ConnectionReset)));
@@ -357,17 +362,17 @@ fn a_shut_down_connection_reads_until_its_input_ends() {
 #[test]
 fn the_deadline_follows_the_precedence_the_docs_give() {
     let (mut machine, mut conn) = machine(&[(0, Flow::Continue, b"")]);
-    machine.set_time(machine.now(), 100);
+    at_second(&mut machine, 100);
     machine.nothing_to_read(&mut conn);
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait);
-    assert!(!machine.expired(&conn));
-    machine.set_time(machine.now(), 161);
-    assert!(machine.expired(&conn), "idle for 60 s");
-    machine.set_time(machine.now(), 200);
+    assert!(!machine.expired(&conn, TOKEN));
+    at_second(&mut machine, 161);
+    assert!(machine.expired(&conn, TOKEN), "idle for 60 s");
+    at_second(&mut machine, 200);
     machine.received(&mut conn, TOKEN, ENDS, b"GE", false);
     assert_eq!(machine.poll(&mut conn, TOKEN), Step::Wait);
-    machine.set_time(machine.now(), 211);
-    assert!(machine.expired(&conn), "a partial message for 10 s");
+    at_second(&mut machine, 211);
+    assert!(machine.expired(&conn, TOKEN), "a partial message for 10 s");
 }
 
 #[test]
