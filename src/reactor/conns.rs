@@ -118,15 +118,18 @@ impl Conns<'_> {
     pub fn close(&mut self, id: ConnId) {
         self.orders.push(Order::Close(id.token()));
     }
+
     /// Marks connection `id` (this one or another) busy: in the middle of an
     /// exchange that another connection carries on, as a proxy's client whose
     /// request waits at a backend, and the backend's connection that owes the
     /// answer. A graceful stop leaves a busy connection open, past its grace, until
     /// it is [set idle](Conns::set_idle) (or closes, or the stop's timeout comes);
     /// then it closes as soon as nothing is pending, its answer sent. A mark is on
-    /// or off: it does not count, and one `set_idle` ends it. It changes no
-    /// timeout: a busy connection with nothing pending is still held to the idle
-    /// timeout, and the exchange's own timeouts are the other connection's. Like
+    /// or off: it does not count, and one `set_idle` ends it. A busy connection
+    /// with nothing pending is under no idle (or message) timeout: the exchange's
+    /// timeouts are the other connection's (a proxy's read timeout on its upstream,
+    /// [`set_read_timeout`](Conns::set_read_timeout)); the send timeout still
+    /// applies to what it has unsent. Like
     /// [`write_to`](super::Io::write_to), it is done when the callback returns.
     pub fn set_busy(&mut self, id: ConnId) {
         self.orders.push(Order::Busy(id.token(), true));

@@ -386,7 +386,10 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
                 });
             }
             Order::Busy(token, true) => {
-                self.with_slot(token, |machine, slot| machine.set_busy(&mut slot.conn, true));
+                self.with_slot(token, |machine, slot| {
+                    machine.set_busy(&mut slot.conn, true);
+                    machine.rearm(&mut slot.conn, token);
+                });
             }
             // Served after: a stop past its grace closes it at once if it is idle.
             Order::Busy(token, false) => {

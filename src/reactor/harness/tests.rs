@@ -543,6 +543,49 @@ fn a_read_timeout_runs_from_the_latest_byte_and_takes_the_place_of_the_message_a
     assert_eq!(cleared.closed(cleared.id()), Some(Closed::TimedOut));
 }
 
+/// Marks its connection busy on `wait`, idle on `done`.
+struct MarksItself;
+
+impl Protocol for MarksItself {
+    type Conn = ();
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+        match input {
+            b"wait" => io.set_busy(io.id()),
+            _ => io.set_idle(io.id()),
+        }
+        Verdict::keep(input.len())
+    }
+}
+
+#[test]
+fn a_connection_marked_busy_is_under_no_idle_timeout_until_it_is_set_idle() {
+    let config = Config { idle_timeout: Some(Duration::from_secs(1)), ..Config::default() };
+    let mut harness = Harness::with_config(MarksItself, config);
+    harness.receive(b"wait");
+    harness.advance(Duration::from_secs(5));
+    assert_eq!(harness.closed(harness.id()), None, "its exchange goes on elsewhere");
+    harness.receive(b"done");
+    harness.advance(Duration::from_millis(1001));
+    assert_eq!(harness.closed(harness.id()), Some(Closed::TimedOut), "idle again");
+}
+
+#[test]
+fn input_held_by_a_pause_is_under_the_idle_timeout_not_the_message_timeout() {
+    let config = Config {
+        message_timeout: Some(Duration::from_secs(1)),
+        idle_timeout: Some(Duration::from_secs(10)),
+        ..Config::default()
+    };
+    let mut harness = Harness::with_config(Quiet::default(), config);
+    harness.receive(b"next request");
+    assert_eq!(harness.unconsumed(harness.id()), b"next request", "held by the pause");
+    harness.advance(Duration::from_secs(5));
+    assert_eq!(harness.closed(harness.id()), None, "not a message partly received");
+    harness.advance(Duration::from_secs(6));
+    assert_eq!(harness.closed(harness.id()), Some(Closed::TimedOut));
+}
+
 #[test]
 fn what_a_call_writes_goes_out_though_it_closes_another_connection() {
     let mut harness = Harness::new(Quiet::default());

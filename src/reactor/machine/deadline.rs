@@ -75,6 +75,9 @@ pub(crate) enum Under {
     PartialMessage,
     /// The protocol has a timer of its own: it decides.
     OwnTimer,
+    /// The protocol marked it busy with an exchange another connection carries on
+    /// (a proxy's client, its request at a backend): that one's timeouts apply.
+    Elsewhere,
     /// The protocol set a read timeout for the connection: it replaces the message
     /// and idle timeouts.
     Read(u32),
@@ -195,7 +198,7 @@ impl Deadline {
             Under::Send => (Timeout::Send, limits.send),
             Under::PartialMessage | Under::Busy => (Timeout::Message, limits.message),
             Under::Read(millis) => (Timeout::Read, millis),
-            Under::OwnTimer | Under::Idle { never: true } => (Timeout::None, 0),
+            Under::OwnTimer | Under::Elsewhere | Under::Idle { never: true } => (Timeout::None, 0),
             Under::Idle { never: false } => (Timeout::Idle, limits.idle),
         };
         let now = now as u32;

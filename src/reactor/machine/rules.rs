@@ -230,8 +230,13 @@ impl<P: Protocol> Machine<P> {
             // Blocking: another connection's bytes wait for it (in a splice's pipe).
             _ if conn.unsent() > 0 || conn.blocking => Under::Send,
             _ if conn.deadline.reads_timed() => Under::Read(self.read_timeouts[token.index()]),
-            _ if !conn.held.is_empty() => Under::PartialMessage,
+            // Input held by a pause is a message the protocol has not taken yet, not
+            // one partly received.
+            _ if !conn.held.is_empty() && !matches!(conn.reading, Reading::Paused { .. }) => {
+                Under::PartialMessage
+            }
             _ if self.io.timers.is_set(token) => Under::OwnTimer,
+            _ if conn.busy => Under::Elsewhere,
             _ if P::is_busy(&conn.state) => Under::Busy,
             _ => Under::Idle { never: conn.idle == IdleTimeout::Never },
         };
