@@ -14,7 +14,7 @@
 //! ```
 //! As everywhere in percore, a bare LF ends a line as CRLF does (RFC 9112, 2.2).
 
-use super::response_error::ResponseError;
+use super::body::BodyError;
 use super::syntax::{field_lines, find_head_end, is_value_byte};
 
 /// The longest chunk-size line, extensions and line end included. Extensions are
@@ -57,7 +57,7 @@ impl ChunkedBody {
     /// many of them were consumed, and whether the body ended there. Bytes left
     /// unconsumed (an incomplete trailer section) must be handed in again, with what
     /// arrives next.
-    pub(crate) fn read(&mut self, body: &[u8]) -> Result<(usize, bool), ResponseError> {
+    pub(crate) fn read(&mut self, body: &[u8]) -> Result<(usize, bool), BodyError> {
         let mut at = 0;
         loop {
             let rest = &body[at..];
@@ -90,7 +90,7 @@ impl ChunkedBody {
                         at += 1;
                         self.part = Part::default();
                     }
-                    _ => return Err(ResponseError::Chunk),
+                    _ => return Err(BodyError::Chunk),
                 },
                 Part::Trailers { scanned } => {
                     return match trailers_len(rest, *scanned)? {
@@ -129,11 +129,11 @@ enum Phase {
 impl SizeLine {
     /// Reads on through `bytes`: once the line ends, how many of them it took and
     /// the chunk size; `None` while it goes on (then all of them belong to it).
-    fn read(&mut self, bytes: &[u8]) -> Result<Option<(usize, u64)>, ResponseError> {
+    fn read(&mut self, bytes: &[u8]) -> Result<Option<(usize, u64)>, BodyError> {
         for (at, &byte) in bytes.iter().enumerate() {
             self.len += 1;
             if self.len > MAX_SIZE_LINE {
-                return Err(ResponseError::SizeLineTooLong);
+                return Err(BodyError::SizeLineTooLong);
             }
             if self.ends_with(byte)? {
                 return Ok(Some((at + 1, self.size)));
@@ -143,16 +143,16 @@ impl SizeLine {
     }
 
     /// Takes one byte of the line; whether it is the line's last.
-    fn ends_with(&mut self, byte: u8) -> Result<bool, ResponseError> {
+    fn ends_with(&mut self, byte: u8) -> Result<bool, BodyError> {
         if self.phase == Phase::Digits {
             match char::from(byte).to_digit(16) {
                 Some(digit) => {
                     let size = self.size.checked_mul(16).and_then(|size| size.checked_add(u64::from(digit)));
-                    self.size = size.ok_or(ResponseError::Chunk)?;
+                    self.size = size.ok_or(BodyError::Chunk)?;
                     return Ok(false);
                 }
                 // `1*HEXDIG`: the size may not be missing.
-                None if self.len == 1 => return Err(ResponseError::Chunk),
+                None if self.len == 1 => return Err(BodyError::Chunk),
                 None => self.phase = Phase::Extensions { named: false },
             }
         }
@@ -171,7 +171,7 @@ impl SizeLine {
                 Ok(false)
             }
             (Phase::Extensions { named: true }, byte) if is_value_byte(byte) => Ok(false),
-            _ => Err(ResponseError::Chunk),
+            _ => Err(BodyError::Chunk),
         }
     }
 }
@@ -179,7 +179,7 @@ impl SizeLine {
 /// The length of `trailer-section CRLF` at the start of `section`, every field line
 /// checked, or `None` while its empty line has not arrived; `scanned` bytes of it
 /// were searched before, so only the new ones are.
-fn trailers_len(section: &[u8], scanned: usize) -> Result<Option<usize>, ResponseError> {
+fn trailers_len(section: &[u8], scanned: usize) -> Result<Option<usize>, BodyError> {
     let end = match section {
         // No trailers: the empty line comes at once, with no line end before it.
         [b'\n', ..] => Some(1),
@@ -189,11 +189,11 @@ fn trailers_len(section: &[u8], scanned: usize) -> Result<Option<usize>, Respons
     };
     // Checked complete or not, so that however the bytes arrive the answer is one.
     if end.unwrap_or(section.len()) > MAX_TRAILERS {
-        return Err(ResponseError::TrailersTooLarge);
+        return Err(BodyError::TrailersTooLarge);
     }
     let Some(end) = end else { return Ok(None) };
     for field in field_lines(&section[..end]) {
-        field.map_err(|_| ResponseError::Header)?;
+        field.map_err(|_| BodyError::Trailer)?;
     }
     Ok(Some(end))
 }
@@ -205,7 +205,7 @@ mod tests {
     /// Frames `body` handed in `piece` bytes at a time, as a caller does: what is
     /// left unconsumed comes again with the next piece. Returns the bytes consumed
     /// when the body ended (`None` if it did not) and the most bytes ever handed in.
-    fn frame_in_pieces(body: &[u8], piece: usize) -> Result<(Option<usize>, usize), ResponseError> {
+    fn frame_in_pieces(body: &[u8], piece: usize) -> Result<(Option<usize>, usize), BodyError> {
         let (mut chunked, mut consumed, mut most_handed) = (ChunkedBody::default(), 0, 0);
         let mut received = 0;
         while received < body.len() {
@@ -246,9 +246,9 @@ mod tests {
         let longest = format!("5{padding}\r\nhello\r\n0\r\n\r\n");
         assert_eq!(frame_in_pieces(longest.as_bytes(), 7), Ok((Some(longest.len()), 7)));
         let too_long = format!("5{padding} \r\nhello\r\n0\r\n\r\n");
-        assert_eq!(frame_in_pieces(too_long.as_bytes(), 7), Err(ResponseError::SizeLineTooLong));
+        assert_eq!(frame_in_pieces(too_long.as_bytes(), 7), Err(BodyError::SizeLineTooLong));
         let endless = format!("5;{}", "x".repeat(MAX_SIZE_LINE));
-        assert_eq!(frame_in_pieces(endless.as_bytes(), 1000), Err(ResponseError::SizeLineTooLong));
+        assert_eq!(frame_in_pieces(endless.as_bytes(), 1000), Err(BodyError::SizeLineTooLong));
     }
 
     #[test]
@@ -257,9 +257,9 @@ mod tests {
         let largest = format!("0\r\n{}\r\n", field(MAX_TRAILERS - 2));
         assert_eq!(frame_in_pieces(largest.as_bytes(), 4096), Ok((Some(largest.len()), MAX_TRAILERS)));
         let too_large = format!("0\r\n{}\r\n", field(MAX_TRAILERS - 1));
-        assert_eq!(frame_in_pieces(too_large.as_bytes(), 4096), Err(ResponseError::TrailersTooLarge));
+        assert_eq!(frame_in_pieces(too_large.as_bytes(), 4096), Err(BodyError::TrailersTooLarge));
         let endless = format!("0\r\n{}", "X: t\r\n".repeat(MAX_TRAILERS));
-        assert_eq!(frame_in_pieces(endless.as_bytes(), 4096), Err(ResponseError::TrailersTooLarge));
+        assert_eq!(frame_in_pieces(endless.as_bytes(), 4096), Err(BodyError::TrailersTooLarge));
     }
 
     #[test]

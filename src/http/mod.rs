@@ -1,7 +1,9 @@
 //! HTTP/1.1, without I/O: the request parse, the `Date` value, [`Hello`], the
 //! protocol that answers every request with one prebuilt response (its [`Body`] in
-//! memory or sealed in a file), and [`ResponseReader`], the client side's response
-//! parse, which a load generator and a proxy read their responses with.
+//! memory or sealed in a file), [`ResponseReader`], the client side's response
+//! parse, which a load generator and a proxy read their responses with, and
+//! [`BodyFramer`], which finds where a request's body ends as it arrives (its
+//! length, or its chunks), for a proxy that forwards it.
 //!
 //! # Reading responses
 //!
@@ -48,6 +50,7 @@
 //! # Ok::<(), percore::http::ResponseError>(())
 //! ```
 
+mod body;
 mod chunked;
 mod date;
 mod hello;
@@ -59,6 +62,7 @@ mod response_error;
 mod response_head;
 mod syntax;
 
+pub use body::{BodyError, BodyFramer, BodyPiece};
 pub use date::{http_date, DATE_LEN};
 pub use hello::{Hello, HelloConfig, HelloConn};
 pub use parse::{parse, Error, Limits, Method, Parsed, Progress, Request, Version};

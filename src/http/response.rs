@@ -12,7 +12,7 @@
 //! head must be whole before it is parsed; a body is consumed as it comes, so however
 //! long a server's body (or however endless), the caller's memory stays bounded.
 
-use super::chunked::ChunkedBody;
+use super::body::BodyFramer;
 use super::parse::Method;
 use super::response_error::ResponseError;
 use super::response_head::{check_version_prefix, BodyKind, Framing, ResponseHead};
@@ -131,8 +131,8 @@ enum State {
 #[derive(Clone, Copy, Debug)]
 enum BodyLeft {
     Nothing,
-    Length(u64),
-    Chunked(ChunkedBody),
+    /// Delimited by its length or the chunked coding.
+    Framed(BodyFramer),
     UntilClose,
 }
 
@@ -208,7 +208,7 @@ impl ResponseReader {
     /// refuse it at its head.
     pub fn body_left(&self) -> Option<u64> {
         match self.state {
-            State::Body(BodyLeft::Length(left)) => Some(left),
+            State::Body(BodyLeft::Framed(framer)) => framer.length_left(),
             _ => None,
         }
     }
@@ -248,8 +248,8 @@ impl BodyLeft {
     fn of(kind: BodyKind) -> BodyLeft {
         match kind {
             BodyKind::None => BodyLeft::Nothing,
-            BodyKind::Length(length) => BodyLeft::Length(length),
-            BodyKind::Chunked => BodyLeft::Chunked(ChunkedBody::default()),
+            BodyKind::Length(length) => BodyLeft::Framed(BodyFramer::length(length)),
+            BodyKind::Chunked => BodyLeft::Framed(BodyFramer::chunked()),
             BodyKind::UntilClose => BodyLeft::UntilClose,
         }
     }
@@ -259,13 +259,10 @@ impl BodyLeft {
     fn read(&mut self, body: &[u8], stream: Stream) -> Result<(usize, bool), ResponseError> {
         match self {
             BodyLeft::Nothing => Ok((0, true)),
-            BodyLeft::Length(left) => {
-                // A length larger than memory is still only counted down.
-                let take = usize::try_from(*left).map_or(body.len(), |left| left.min(body.len()));
-                *left -= take as u64;
-                Ok((take, *left == 0))
+            BodyLeft::Framed(framer) => {
+                let piece = framer.read(body)?;
+                Ok((piece.consumed, piece.ended))
             }
-            BodyLeft::Chunked(chunked) => chunked.read(body),
             BodyLeft::UntilClose => Ok((body.len(), stream == Stream::Ended)),
         }
     }

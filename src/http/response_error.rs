@@ -1,5 +1,7 @@
 //! [`ResponseError`]: why the client side refused a response, shared by the
-//! response's head and body parses (`response` and `chunked`).
+//! response's head and body parses (`response`, and `body` for a framed body).
+
+use super::body::BodyError;
 
 /// Why a response was refused. The connection cannot be used after any of them: where
 /// the response ends is unknown.
@@ -37,3 +39,16 @@ impl std::fmt::Display for ResponseError {
 }
 
 impl std::error::Error for ResponseError {}
+
+/// A response's body refused by its framer: the same error a request's body gets,
+/// named as the response reader names it.
+impl From<BodyError> for ResponseError {
+    fn from(error: BodyError) -> ResponseError {
+        match error {
+            BodyError::Chunk => ResponseError::Chunk,
+            BodyError::SizeLineTooLong => ResponseError::SizeLineTooLong,
+            BodyError::Trailer => ResponseError::Header,
+            BodyError::TrailersTooLarge => ResponseError::TrailersTooLarge,
+        }
+    }
+}
