@@ -5,6 +5,7 @@
 //! body is framed, never decoded: chunk framing and trailers are bytes it counts.
 //! The response reader frames its bodies with it too.
 
+use super::body_error::BodyError;
 use super::chunked::ChunkedBody;
 use super::parse::Request;
 
@@ -56,41 +57,6 @@ pub struct BodyPiece {
     /// The body ended with them: what follows is the next message.
     pub ended: bool,
 }
-
-/// Why a chunked body was refused: the connection cannot be used after it, as
-/// where the body ends is unknown.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BodyError {
-    /// A chunk size is not hex or overflows, a chunk extension has a control byte,
-    /// or chunk data is not followed by CRLF.
-    Chunk,
-    /// A chunk-size line, with its extensions, is longer than 4 KiB.
-    SizeLineTooLong,
-    /// A line of the trailer section breaks the field grammar.
-    Trailer,
-    /// The trailer section is larger than 64 KiB.
-    TrailersTooLarge,
-}
-
-impl BodyError {
-    /// The status that answers a request whose body was refused: 400.
-    pub fn status(self) -> u16 {
-        400
-    }
-}
-
-impl std::fmt::Display for BodyError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            BodyError::Chunk => "invalid chunked body",
-            BodyError::SizeLineTooLong => "chunk-size line too long",
-            BodyError::Trailer => "invalid trailer line",
-            BodyError::TrailersTooLarge => "trailer section too large",
-        })
-    }
-}
-
-impl std::error::Error for BodyError {}
 
 impl BodyFramer {
     /// The body of `request`: chunked if it says so, else `Content-Length` bytes

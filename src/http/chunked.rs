@@ -14,7 +14,7 @@
 //! ```
 //! As everywhere in percore, a bare LF ends a line as CRLF does (RFC 9112, 2.2).
 
-use super::body::BodyError;
+use super::body_error::BodyError;
 use super::syntax::{field_lines, find_head_end, is_value_byte};
 
 /// The longest chunk-size line, extensions and line end included. Extensions are

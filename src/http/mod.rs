@@ -51,6 +51,7 @@
 //! ```
 
 mod body;
+mod body_error;
 mod chunked;
 mod date;
 mod hello;
@@ -62,7 +63,8 @@ mod response_error;
 mod response_head;
 mod syntax;
 
-pub use body::{BodyError, BodyFramer, BodyPiece};
+pub use body::{BodyFramer, BodyPiece};
+pub use body_error::BodyError;
 pub use date::{http_date, DATE_LEN};
 pub use hello::{Hello, HelloConfig, HelloConn};
 pub use parse::{parse, Error, Limits, Method, Parsed, Progress, Request, Version};

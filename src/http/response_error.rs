@@ -1,7 +1,8 @@
 //! [`ResponseError`]: why the client side refused a response, shared by the
-//! response's head and body parses (`response`, and `body` for a framed body).
+//! response's head and body parses (`response_head`, `response`); a framed body's
+//! own error ([`BodyError`]) becomes one of these.
 
-use super::body::BodyError;
+use super::body_error::BodyError;
 
 /// Why a response was refused. The connection cannot be used after any of them: where
 /// the response ends is unknown.
