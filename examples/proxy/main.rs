@@ -11,7 +11,7 @@
 //!
 //! Requests: each head is parsed whole before anything is forwarded, so a request
 //! whose framing could be read two ways (`Content-Length` beside
-//! `Transfer-Encoding`, two lengths, a bare CR) is refused with `400` and never
+//! `Transfer-Encoding`, two lengths, a folded field line) is refused with `400` and never
 //! reaches a backend. A body, of known length or chunked, is forwarded as it
 //! arrives and never held whole ([`BodyFramer`](percore::http::BodyFramer) finds its
 //! end). Pipelined requests are forwarded one at a time and answered in order;
