@@ -333,6 +333,12 @@ impl<'a> Io<'a> {
     pub fn set_idle(&mut self, id: ConnId) {
         self.conns.set_idle(id);
     }
+
+    /// As [`Conns::set_read_timeout`]: the read timeout of connection `id`, this one
+    /// or another (a proxy's client, its request sent whole, sets its upstream's).
+    pub fn set_read_timeout_of(&mut self, id: ConnId, timeout: Option<Duration>) {
+        self.conns.set_read_timeout(id, timeout);
+    }
 }
 
 /// Writes copy, so that `write!` formats straight into the output.

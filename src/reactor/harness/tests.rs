@@ -543,6 +543,49 @@ fn a_read_timeout_runs_from_the_latest_byte_and_takes_the_place_of_the_message_a
     assert_eq!(cleared.closed(cleared.id()), Some(Closed::TimedOut));
 }
 
+/// The first connection's `wait` sets a read timeout of 100 ms on the connection
+/// it opened, by id, as a proxy's client sets its upstream's.
+#[derive(Default)]
+struct TimesAnother {
+    opened: Option<ConnId>,
+}
+
+impl Protocol for TimesAnother {
+    type Conn = ();
+
+    fn on_open(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
+        if self.opened.is_none() {
+            self.opened = Some(io.connect(([127, 0, 0, 1], 9).into()));
+        }
+        Flow::Continue
+    }
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+        if input == b"wait" {
+            io.set_read_timeout_of(
+                self.opened.expect("a connection opened"),
+                Some(Duration::from_millis(100)),
+            );
+        }
+        Verdict::keep(input.len())
+    }
+}
+
+#[test]
+fn a_callback_sets_another_connections_read_timeout_by_id() {
+    let config = Config { idle_timeout: Some(Duration::from_secs(10)), ..Config::default() };
+    let mut harness = Harness::with_config(TimesAnother::default(), config);
+    harness.open();
+    let (opened, _) = harness.connecting()[0];
+    harness.establish(opened);
+    harness.receive(b"wait");
+    harness.advance(Duration::from_millis(100));
+    assert_eq!(harness.closed(opened), None);
+    harness.advance(Duration::from_millis(1));
+    assert_eq!(harness.closed(opened), Some(Closed::TimedOut), "100 ms with no byte");
+    assert_eq!(harness.closed(harness.id()), None, "the caller's own is not timed");
+}
+
 /// Marks its connection busy on `wait`, idle on `done`.
 struct MarksItself;
 
