@@ -23,7 +23,8 @@ pub struct Proxy {
     pub(crate) backends: Backends,
     pub(crate) pool: Pool<ConnId>,
     /// nginx's `proxy_read_timeout`: the longest a backend may stay silent while
-    /// it owes an answer.
+    /// it owes an answer, the loop's read timeout on its connection from the
+    /// request sent whole to the answer's end.
     pub(crate) read_timeout: Option<Duration>,
     limits: Limits,
     /// Every backend connection, open or being opened.
@@ -200,7 +201,7 @@ impl Proxy {
                     }
                     exchange.sent = true;
                     // The backend's silence is timed from here.
-                    io.wake(exchange.upstream);
+                    io.set_read_timeout_of(exchange.upstream, self.read_timeout);
                     client.phase = Phase::Waiting;
                 }
                 Phase::Waiting => {
@@ -311,16 +312,6 @@ impl Protocol for Proxy {
             Conn::Upstream(reader) => self.upstream_data(reader, input, io),
             Conn::Opening => unreachable!("no input before a connection opens"),
         }
-    }
-
-    /// Only backend connections are woken: their client sent its whole request.
-    fn on_wake(&mut self, _conn: &mut Conn, io: &mut Io<'_>) -> Flow {
-        self.upstream_sent(io);
-        Flow::Continue
-    }
-
-    fn on_timer(&mut self, _conn: &mut Conn, io: &mut Io<'_>) -> Flow {
-        self.upstream_timed_out(io)
     }
 
     /// A client that finished sending after a whole request still gets its answer

@@ -4,24 +4,11 @@
 //! closes. A backend that fails before answering gets the client a 502 or a 504,
 //! or the request a second try.
 
-use std::time::Duration;
-
 use percore::http::{BodyKind, Method, ResponseEvent, ResponseReader, Stream, Version};
 use percore::reactor::{Closed, ConnId, Flow, Io, Verdict};
 
 use crate::heads::{self, Persist};
 use crate::proxy::{Exchange, Failure, Proxy};
-
-/// Times the backend's silence while it owes an answer (nginx's
-/// `proxy_read_timeout`), with the connection's own timer: set again at every
-/// arrival, cleared once the answer ended (`None`). The one place that stands in
-/// for a read timeout of the loop's own.
-fn read_timeout(io: &mut Io<'_>, timeout: Option<Duration>) {
-    match timeout {
-        Some(timeout) => io.set_timer(timeout),
-        None => io.cancel_timer(),
-    }
-}
 
 /// How an answer that ended leaves its two connections.
 struct Ending {
@@ -44,7 +31,6 @@ impl Proxy {
         };
         let Some(exchange) = self.exchanges.get_mut(&client) else { return Verdict::close(0) };
         reader.set_method(exchange.method);
-        read_timeout(io, self.read_timeout);
         let mut at = 0;
         loop {
             let Ok(framed) = reader.read(&input[at..], Stream::Open) else {
@@ -108,7 +94,8 @@ impl Proxy {
             io.close(client);
         }
         self.count(false);
-        read_timeout(io, None);
+        // Its silence no longer matters: back in the pool it is idle.
+        io.set_read_timeout(None);
         let id = io.id();
         let Some(upstream) = self.upstreams.get_mut(&id) else { return Flow::Close };
         if !(ending.reusable && exchange.sent) || self.draining {
@@ -117,24 +104,6 @@ impl Proxy {
         upstream.reused = true;
         self.pool.put(upstream.backend, id);
         io.set_idle(id);
-        Flow::Continue
-    }
-
-    /// The client sent its whole request: the backend's silence is timed from now.
-    pub(crate) fn upstream_sent(&mut self, io: &mut Io<'_>) {
-        if self.upstreams.get(&io.id()).is_some_and(|upstream| upstream.client.is_some()) {
-            read_timeout(io, self.read_timeout);
-        }
-    }
-
-    /// The backend stayed silent past the read timeout: 504 (or the answer cut).
-    pub(crate) fn upstream_timed_out(&mut self, io: &mut Io<'_>) -> Flow {
-        if let Some(upstream) = self.upstreams.get(&io.id()).filter(|upstream| upstream.client.is_some()) {
-            let backend = upstream.backend;
-            self.backends.failed(backend, io.now());
-            self.fail(Failure::ReadTimedOut, io);
-            return Flow::Close;
-        }
         Flow::Continue
     }
 
@@ -153,16 +122,20 @@ impl Proxy {
     }
 
     /// A backend connection closed. Idle, it leaves the pool; owing an answer, its
-    /// exchange fails.
+    /// exchange fails, and a backend that refused or timed out (its connect, or the
+    /// read timeout while it owed the answer) is skipped for a while.
     pub(crate) fn upstream_closed(&mut self, closed: Closed, io: &mut Io<'_>) {
         let failure = Failure::of(closed);
-        if matches!(failure, Failure::ConnectRefused | Failure::ConnectTimedOut) {
-            if let Some(upstream) = self.upstreams.get(&io.id()) {
+        if let Some(upstream) = self.upstreams.get(&io.id()) {
+            let owed = upstream.client.is_some();
+            if matches!(failure, Failure::ConnectRefused | Failure::ConnectTimedOut)
+                || (owed && failure == Failure::ReadTimedOut)
+            {
                 self.backends.failed(upstream.backend, io.now());
             }
-        }
-        if self.upstreams.get(&io.id()).is_some_and(|upstream| upstream.client.is_some()) {
-            self.fail(failure, io);
+            if owed {
+                self.fail(failure, io);
+            }
         }
         if let Some(upstream) = self.upstreams.remove(&io.id()) {
             self.pool.remove(upstream.backend, io.id());
@@ -179,10 +152,11 @@ impl Proxy {
         let Some(mut exchange) = self.end_exchange(client, io) else { return };
         if let Some(backend) = self.retry_on(failure, &exchange, backend, reused, io) {
             let head = exchange.replay.take().expect("a retry has its head");
-            exchange.upstream = self.open(backend, io);
+            let upstream = self.open(backend, io);
+            exchange.upstream = upstream;
             self.start(client, exchange, &head, io);
             // Sent whole: its silence is timed from now.
-            io.wake(self.exchanges[&client].upstream);
+            io.set_read_timeout_of(upstream, self.read_timeout);
             return;
         }
         if exchange.answered {
