@@ -378,3 +378,6 @@ impl Drop for Proxy {
         );
     }
 }
+
+#[cfg(test)]
+mod tests;
