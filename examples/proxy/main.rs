@@ -47,8 +47,9 @@
 //!
 //! A graceful stop (SIGTERM) or a reload (SIGHUP) lets every exchange in flight
 //! finish, for up to `--shutdown-timeout`: both its connections are marked
-//! busy until the answer ended; idle backend connections close at once, and
-//! answers then say `Connection: close`.
+//! busy until the answer ended (the client once its request is sent whole: while
+//! its body arrives, the loop's message timeout and --min-input-rate time it); idle
+//! backend connections close at once, and answers then say `Connection: close`.
 
 mod backends;
 mod heads;

@@ -200,8 +200,8 @@ impl Proxy {
                         return Verdict::keep(at);
                     }
                     exchange.sent = true;
-                    // The backend's silence is timed from here.
-                    io.set_read_timeout_of(exchange.upstream, self.read_timeout);
+                    let upstream = exchange.upstream;
+                    self.sent_whole(io.id(), upstream, io);
                     client.phase = Phase::Waiting;
                 }
                 Phase::Waiting => {
@@ -251,17 +251,30 @@ impl Proxy {
         id
     }
 
-    /// `exchange` begins: `head` goes to its backend connection, and both ends are
-    /// busy until its answer ended (a graceful stop waits for them).
+    /// `exchange` begins: `head` goes to its backend connection, which is busy
+    /// until the answer ended (a graceful stop waits for it); a request sent whole
+    /// already (a retry's) is [`sent_whole`](Proxy::sent_whole).
     pub(crate) fn start(&mut self, client: ConnId, exchange: Exchange, head: &[u8], io: &mut Io<'_>) {
         let upstream = exchange.upstream;
         if let Some(state) = self.upstreams.get_mut(&upstream) {
             state.client = Some(client);
         }
         io.write_to(upstream, head);
-        io.set_busy(client);
         io.set_busy(upstream);
+        if exchange.sent {
+            self.sent_whole(client, upstream, io);
+        }
         self.exchanges.insert(client, exchange);
+    }
+
+    /// `client`'s request went whole to `upstream`: the backend's silence is timed
+    /// from here (the read timeout), and the client, waiting, is busy until the
+    /// answer ended. Not before: while its body arrives the client is the loop's
+    /// to time, its message timeout and minimum rate (`is_busy`), as any server's
+    /// client; marked busy, it would be under no timeout at all.
+    pub(crate) fn sent_whole(&self, client: ConnId, upstream: ConnId, io: &mut Io<'_>) {
+        io.set_read_timeout_of(upstream, self.read_timeout);
+        io.set_busy(client);
     }
 
     /// The client's exchange is over, its answer whole or cut: it is forgotten, and
@@ -341,7 +354,8 @@ impl Protocol for Proxy {
         }
     }
 
-    /// A client whose request's body is arriving is in the middle of an exchange.
+    /// A client whose request's body is arriving is in the middle of an exchange:
+    /// a graceful stop leaves it, and the loop's message timeout times its body.
     fn is_busy(conn: &Conn) -> bool {
         matches!(conn, Conn::Client(Client { phase: Phase::Body(_), .. }))
     }

@@ -152,11 +152,8 @@ impl Proxy {
         let Some(mut exchange) = self.end_exchange(client, io) else { return };
         if let Some(backend) = self.retry_on(failure, &exchange, backend, reused, io) {
             let head = exchange.replay.take().expect("a retry has its head");
-            let upstream = self.open(backend, io);
-            exchange.upstream = upstream;
+            exchange.upstream = self.open(backend, io);
             self.start(client, exchange, &head, io);
-            // Sent whole: its silence is timed from now.
-            io.set_read_timeout_of(upstream, self.read_timeout);
             return;
         }
         if exchange.answered {

@@ -154,6 +154,22 @@ fn a_client_waiting_for_a_slow_answer_is_under_the_read_timeout_not_the_idle_tim
 }
 
 #[test]
+fn a_request_body_that_stops_arriving_is_under_the_message_timeout() {
+    let config = Config {
+        message_timeout: Some(Duration::from_secs(1)),
+        idle_timeout: Some(Duration::from_secs(60)),
+        ..Config::default()
+    };
+    let mut harness = harness(Some(Duration::from_secs(60)), config);
+    harness.receive(b"POST /a HTTP/1.1\r\nHost: h\r\nContent-Length: 100\r\n\r\nstart");
+    let upstream = established(&mut harness);
+    assert!(harness.take_output_of(upstream).ends_with(b"\r\n\r\nstart"), "forwarded as it came");
+    harness.advance(Duration::from_secs(5));
+    assert_eq!(harness.closed(harness.id()), Some(Closed::TimedOut), "the rest never came");
+    assert!(harness.closed(upstream).is_some(), "its half-sent request goes with it");
+}
+
+#[test]
 fn a_graceful_stop_closes_the_pooled_connections_at_once() {
     let mut harness = harness(None, Config::default());
     let pooled = first_exchange(&mut harness);
