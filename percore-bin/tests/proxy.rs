@@ -3,8 +3,10 @@
 //! trailers, interim answers, early closes, silence): requests and bodies of every
 //! framing get through whole, pipelined requests are answered in order, hop-by-hop
 //! fields stay on their hop, an ambiguous request never reaches a backend, failures
-//! get 502 and 504, a GET on a reused connection the backend closed is retried, a
-//! graceful stop lets a slow answer finish, a client that never reads costs little,
+//! get 502 and 504 (read and connect timeouts to the millisecond), a client waiting
+//! at a slow backend outlasts the idle timeout, a GET on a reused connection the
+//! backend closed is retried, a graceful stop lets a slow answer finish, a client
+//! that never reads costs little,
 //! and wrk sees no errors and no churn of backend connections. The proxy runs one
 //! worker, found on its stderr, so that its memory can be read from /proc.
 
@@ -252,9 +254,10 @@ fn a_refusing_backend_gets_502_and_is_skipped_while_a_request_without_body_tries
 }
 
 #[test]
-fn a_silent_backend_gets_504_and_one_that_closes_early_502_or_a_cut_answer() {
+fn a_backend_silent_past_a_read_timeout_in_milliseconds_gets_504_and_one_that_closes_early_502_or_a_cut_answer(
+) {
     let Some(origin) = python_backend() else { return };
-    let (proxy, _) = proxy(&[origin.addr()], &["--read-timeout", "500ms"]);
+    let (proxy, _) = proxy(&[origin.addr()], &["--read-timeout", "200ms"]);
     let get = |path: &str| {
         let request = format!("GET {path} HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
         exchange(proxy.addr(), request.as_bytes())
@@ -270,7 +273,7 @@ fn a_silent_backend_gets_504_and_one_that_closes_early_502_or_a_cut_answer() {
 }
 
 #[test]
-fn a_backend_that_never_accepts_gets_504_after_the_connect_timeout() {
+fn a_backend_that_never_accepts_gets_504_after_a_connect_timeout_in_milliseconds() {
     // A listener with a backlog of 0, its accept queue filled: the kernel drops
     // further SYNs, so a connect to it stays in progress (as in tests/relay.rs).
     let listener =
@@ -286,10 +289,19 @@ fn a_backend_that_never_accepts_gets_504_after_the_connect_timeout() {
         eprintln!("skipped: a full accept queue does not stall a connect here");
         return;
     }
-    let (proxy, _) = proxy(&[origin], &["--connect-timeout", "1s"]);
+    let (proxy, _) = proxy(&[origin], &["--connect-timeout", "250ms"]);
     let answer = exchange(proxy.addr(), b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
     assert!(answer.starts_with("HTTP/1.1 504 Gateway Timeout\r\n"), "{answer}");
     drop(fillers);
+}
+
+#[test]
+fn a_client_waiting_at_a_slow_backend_outlasts_the_idle_timeout() {
+    let origin = percore_backend(&["--delay", "1s"]);
+    let (proxy, _) = proxy(&[origin.addr()], &["--idle-timeout", "200ms", "--read-timeout", "10s"]);
+    // The read timeout, not the idle timeout, bounds the wait for an answer.
+    let response = proxy.client().get("/");
+    assert_eq!((response.status_line.as_str(), &response.body[..]), (OK, HELLO));
 }
 
 #[test]
