@@ -126,7 +126,8 @@ impl Conns<'_> {
     /// it is [set idle](Conns::set_idle) (or closes, or the stop's timeout comes);
     /// then it closes as soon as nothing is pending, its answer sent. A mark is on
     /// or off: it does not count, and one `set_idle` ends it. A busy connection
-    /// with nothing pending is under no idle (or message) timeout: the exchange's
+    /// with nothing pending (and no body arriving, [`Protocol::is_busy`](super::Protocol::is_busy)) is under
+    /// no idle timeout: the exchange's
     /// timeouts are the other connection's (a proxy's read timeout on its upstream,
     /// [`set_read_timeout`](Conns::set_read_timeout)); the send timeout still
     /// applies to what it has unsent. Like

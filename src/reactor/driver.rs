@@ -331,7 +331,7 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
     /// often it tries before); it tries again then.
     fn block(&mut self, writer: Token, on: Token) {
         let Some((writer_slot, on_slot)) = self.slots.pair_mut(writer, on) else { return };
-        if self.machine.block(&mut writer_slot.conn) {
+        if self.machine.block(&mut writer_slot.conn, writer) {
             self.machine.holds_back_a_writer(&mut on_slot.conn);
             self.blocked.add(on, writer);
         }
@@ -433,7 +433,7 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
         }
         if self.machine.is_over_budget(&mut slot.conn) {
             if let Some(writer) = self.slots.get_mut(from) {
-                if self.machine.block(&mut writer.conn) {
+                if self.machine.block(&mut writer.conn, from) {
                     self.blocked.add(to, from);
                 }
             }

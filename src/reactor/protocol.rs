@@ -115,13 +115,14 @@ pub enum Closed {
 /// time, the first of these that applies: the linger after a close; the connect
 /// timeout while a connection it opened is not yet established; the send timeout
 /// while output is unsent; the connection's read timeout, if the protocol set one
-/// ([`Conns::set_read_timeout`](super::Conns::set_read_timeout)); the message
+/// ([`Conns::set_read_timeout`](super::Conns::set_read_timeout)), unless the loop
+/// holds its reading back for another connection's output; the message
 /// timeout while input is held unconsumed (a partial message; not input a pause
 /// holds, a message the protocol has yet to take); none while the connection has a
-/// timer of its own ([`Io::set_timer`]: the protocol decides), or is marked busy
-/// with an exchange another connection carries on
-/// ([`Conns::set_busy`](super::Conns::set_busy): that one's timeouts apply); the
-/// message timeout while the protocol says it [is busy](Protocol::is_busy); else
+/// timer of its own ([`Io::set_timer`]: the protocol decides); the message timeout
+/// while the protocol says it [is busy](Protocol::is_busy) (a body arriving); none
+/// while it is marked busy with an exchange another connection carries on
+/// ([`Conns::set_busy`](super::Conns::set_busy): that one's timeouts apply); else
 /// the idle timeout (unless the
 /// connection [opted out](Io::set_idle_timeout)). A byte stream that consumes all
 /// its input at once (echo, a relay) is only ever under the send and idle timeouts.

@@ -702,6 +702,77 @@ impl Protocol for Busy {
     }
 }
 
+/// Busy with a body (as [`Busy`]), and marked busy too, as a proxy's client whose
+/// request is under way.
+struct BusyAndMarked;
+
+impl Protocol for BusyAndMarked {
+    type Conn = ();
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+        io.set_busy(io.id());
+        Verdict::keep(input.len())
+    }
+
+    fn is_busy(_conn: &()) -> bool {
+        true
+    }
+}
+
+#[test]
+fn a_body_still_arriving_is_under_the_message_timeout_though_its_connection_is_marked_busy() {
+    let config = Config {
+        message_timeout: Some(Duration::from_secs(1)),
+        idle_timeout: Some(Duration::from_secs(10)),
+        ..Config::default()
+    };
+    let mut harness = Harness::with_config(BusyAndMarked, config);
+    harness.receive(b"part of a body");
+    harness.advance(Duration::from_secs(2));
+    assert_eq!(harness.closed(harness.id()), Some(Closed::TimedOut), "the body stalled for 2 s");
+}
+
+/// The harness's own connection, on `go`, sets itself a read timeout of 100 ms and
+/// writes 300 KiB to the connection it opened: over the output budget there, so it
+/// is read no more until that drains.
+#[derive(Default)]
+struct FloodsAnother {
+    opened: Option<ConnId>,
+}
+
+impl Protocol for FloodsAnother {
+    type Conn = ();
+
+    fn on_open(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
+        if self.opened.is_none() {
+            self.opened = Some(io.connect(([127, 0, 0, 1], 9).into()));
+        }
+        Flow::Continue
+    }
+
+    fn on_data(&mut self, _conn: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
+        if input == b"go" {
+            io.set_read_timeout(Some(Duration::from_millis(100)));
+            io.write_to(self.opened.expect("a connection opened"), &vec![b'x'; 300 * 1024]);
+        }
+        Verdict::keep(input.len())
+    }
+}
+
+#[test]
+fn a_read_timeout_does_not_run_while_the_loop_holds_the_reading_back() {
+    let mut harness = Harness::new(FloodsAnother::default());
+    harness.open();
+    let (opened, _) = harness.connecting()[0];
+    harness.establish(opened);
+    harness.receive(b"go");
+    harness.advance(Duration::from_secs(1));
+    assert_eq!(harness.closed(harness.id()), None, "not read, for the other's output: no read timeout");
+    assert_eq!(harness.take_output_of(opened).len(), 300 * 1024);
+    harness.advance(Duration::from_millis(101));
+    assert_eq!(harness.closed(harness.id()), Some(Closed::TimedOut), "read again, and silent");
+}
+
 #[test]
 fn a_connection_its_protocol_says_is_busy_is_under_the_message_timeout() {
     let config = Config {

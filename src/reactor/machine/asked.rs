@@ -121,10 +121,14 @@ impl<P: Protocol> Machine<P> {
         conn.blocking = true;
     }
 
-    /// Stops `conn`'s reading for another connection's output. Returns whether it
-    /// was not stopped already.
-    pub(crate) fn block(&mut self, conn: &mut Connection<P::Conn>) -> bool {
-        !std::mem::replace(&mut conn.blocked, true)
+    /// Stops `conn`'s reading for another connection's output (its read timeout,
+    /// if it has one, stops with it). Returns whether it was not stopped already.
+    pub(crate) fn block(&mut self, conn: &mut Connection<P::Conn>, token: Token) -> bool {
+        let newly = !std::mem::replace(&mut conn.blocked, true);
+        if newly {
+            self.rearm(conn, token);
+        }
+        newly
     }
 
     /// Lets `conn` read again: the other connection drained.

@@ -229,15 +229,19 @@ impl<P: Protocol> Machine<P> {
             _ if conn.is_connecting() => Under::Connect,
             // Blocking: another connection's bytes wait for it (in a splice's pipe).
             _ if conn.unsent() > 0 || conn.blocking => Under::Send,
-            _ if conn.deadline.reads_timed() => Under::Read(self.read_timeouts[token.index()]),
+            // Not while the loop holds its reading back for another's output: that
+            // one's send timeout runs.
+            _ if conn.deadline.reads_timed() && !conn.blocked => {
+                Under::Read(self.read_timeouts[token.index()])
+            }
             // Input held by a pause is a message the protocol has not taken yet, not
             // one partly received.
             _ if !conn.held.is_empty() && !matches!(conn.reading, Reading::Paused { .. }) => {
                 Under::PartialMessage
             }
             _ if self.io.timers.is_set(token) => Under::OwnTimer,
-            _ if conn.busy => Under::Elsewhere,
             _ if P::is_busy(&conn.state) => Under::Busy,
+            _ if conn.busy => Under::Elsewhere,
             _ => Under::Idle { never: conn.idle == IdleTimeout::Never },
         };
         // The heap holds an entry for each connection with a deadline, at or before

@@ -212,8 +212,8 @@ fn a_writer_over_anothers_budget_is_blocked_and_released_once_that_drains_below_
     assert!(machine.takes_bytes_now(&mut other, &bytes));
     machine.sent_bytes(&mut other, &bytes, Ok(0));
     assert!(machine.is_over_budget(&mut other));
-    assert!(machine.block(&mut writer));
-    assert!(!machine.block(&mut writer), "once");
+    assert!(machine.block(&mut writer, TOKEN));
+    assert!(!machine.block(&mut writer, TOKEN), "once");
     assert_eq!(machine.poll(&mut writer, TOKEN), Step::Wait, "blocked: not read");
     // The peer takes all but half the budget and a byte: not yet down to half.
     let half = OUTPUT_BUDGET / 2;
