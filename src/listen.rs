@@ -18,7 +18,8 @@ pub enum Opening {
     ClientSpeaksFirst,
     /// The server (SMTP, FTP, POP3): the connection is accepted at once, so that
     /// the server can greet it. Also for a relay, which cannot know who speaks
-    /// first in what it carries.
+    /// first in what it carries (a proxy that reads its clients' requests, whose
+    /// clients speak first, is `ClientSpeaksFirst`).
     ServerSpeaksFirst,
 }
 
