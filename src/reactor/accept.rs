@@ -3,9 +3,10 @@
 //! look at its queue again without a new edge.
 
 use std::fs::File;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::os::fd::{AsFd, OwnedFd};
 
+use crate::listen::Listener;
 use crate::sys::{self, AcceptError, Epoll};
 
 /// When the loop looks at the listener's queue again.
@@ -24,7 +25,8 @@ enum Retry {
 /// What one accept gave.
 #[derive(Debug)]
 pub(crate) enum Accepted {
-    /// A connection, and its peer's address as the accept said it.
+    /// A connection, and its peer's address as the accept said it (`None` for a
+    /// Unix socket's: it has no IP address).
     Connection(OwnedFd, Option<SocketAddr>),
     /// None taken, but the queue goes on: the head connection failed before it was
     /// taken, or was refused for want of descriptors.
@@ -38,7 +40,7 @@ pub(crate) enum Accepted {
 /// The listener, if the loop has one, and what accepting needs besides.
 #[derive(Debug)]
 pub(crate) struct Acceptor {
-    listener: Option<TcpListener>,
+    listener: Option<Listener>,
     /// A descriptor held back to be closed when accept fails with `EMFILE`, so the
     /// connection at the head of the queue can be accepted and closed instead of
     /// staying queued with no new edge to wake us.
@@ -48,7 +50,7 @@ pub(crate) struct Acceptor {
 
 impl Acceptor {
     /// Accepts on `listener`, if any.
-    pub(crate) fn new(listener: Option<TcpListener>) -> Acceptor {
+    pub(crate) fn new(listener: Option<Listener>) -> Acceptor {
         let reserve = listener.as_ref().and_then(|_| open_reserve());
         Acceptor { listener, reserve, retry: Retry::OnEdge }
     }

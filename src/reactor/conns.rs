@@ -5,10 +5,12 @@
 //! which have no connection of their own, are given them alone.
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::time::Duration;
 
 use super::orders::{Order, Orders};
 use super::slab::Token;
+use crate::listen::Address;
 
 /// Names one connection of a loop, for [`Io::write_to`](super::Io::write_to), [`Conns::wake`] and the other
 /// calls that reach another connection; a closed connection's id never names a
@@ -83,6 +85,22 @@ impl Conns<'_> {
     /// }
     /// ```
     pub fn connect(&mut self, addr: SocketAddr) -> ConnId {
+        self.open(Address::Ip(addr))
+    }
+
+    /// Opens a connection to the Unix socket at `path`, as [`connect`](Conns::connect)
+    /// does to an IP address (nginx's `proxy_pass http://unix:`), with the same
+    /// failures, told the same way, and the same connect timeout. A non-blocking
+    /// connect to a Unix socket is established at once or fails at once: a path
+    /// nothing listens on, and a listener whose queue is full
+    /// ([`WouldBlock`](std::io::ErrorKind::WouldBlock): the loop does not wait for
+    /// room, as nginx answers 502 then), reach `on_close` as
+    /// [`Closed::ConnectFailed`](super::Closed::ConnectFailed).
+    pub fn connect_unix(&mut self, path: &Path) -> ConnId {
+        self.open(Address::Unix(path.to_path_buf()))
+    }
+
+    fn open(&mut self, addr: Address) -> ConnId {
         let token = self.orders.ids.take();
         self.orders.push(Order::Connect(token, addr));
         ConnId::of(token)

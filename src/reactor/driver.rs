@@ -17,6 +17,7 @@ use super::slab::{Slab, Token};
 use super::splice::Splices;
 use super::steps::{steps, Needs};
 use super::wire::Wire;
+use crate::listen::Address;
 use crate::sys::Pipe;
 
 /// Bytes read per `recv`: the loop's one read buffer, shared by all connections. A
@@ -141,7 +142,7 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
     }
 
     /// Opens a connection to `addr`; one that fails at once is this error.
-    pub(crate) fn connect(&mut self, addr: SocketAddr) -> io::Result<ConnId> {
+    pub(crate) fn connect(&mut self, addr: &Address) -> io::Result<ConnId> {
         let token = self.machine.io.orders.ids.take();
         match self.place_connecting(token, addr) {
             Ok(()) => Ok(ConnId::of(token)),
@@ -153,7 +154,7 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
     }
 
     /// Opens a connection to `addr` under `token`, taken and holding nothing.
-    fn place_connecting(&mut self, token: Token, addr: SocketAddr) -> io::Result<()> {
+    fn place_connecting(&mut self, token: Token, addr: &Address) -> io::Result<()> {
         let wire = W::connect(&mut self.registry, token, addr)?;
         self.slots.put(token, Slot { conn: Connection::connecting(), wire });
         let slot = self.slots.get_mut(token).expect("placed above");
@@ -364,7 +365,7 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
 
     fn carry_out(&mut self, order: &Order, bytes: &[u8]) {
         match *order {
-            Order::Connect(token, addr) => self.connect_ordered(token, addr),
+            Order::Connect(token, ref addr) => self.connect_ordered(token, addr),
             Order::Write { from, to, bytes: ref range } => self.write(from, to, &bytes[range.clone()]),
             Order::Wake(token) => {
                 self.wake_only(token);
@@ -410,7 +411,7 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
 
     /// Opens the connection a callback ordered; if that fails at once, the protocol
     /// hears of it as of a connect that failed later.
-    fn connect_ordered(&mut self, token: Token, addr: SocketAddr) {
+    fn connect_ordered(&mut self, token: Token, addr: &Address) {
         if let Err(e) = self.place_connecting(token, addr) {
             self.machine.io.orders.ids.give_back(token);
             self.failed += 1;

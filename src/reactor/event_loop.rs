@@ -5,8 +5,9 @@
 //! connections to serve again, the timers, the graceful stop and the deadlines.
 
 use std::io as stdio;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::os::fd::AsFd;
+use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::accept::{Accepted, Acceptor};
@@ -19,6 +20,7 @@ use super::protocol::{Closed, Protocol};
 use super::slab::{Token, MAX_INDEX};
 use super::stop::{DrainOptions, ListenerFate, Stop};
 use super::wire::Socket;
+use crate::listen::{Address, Listener};
 use crate::sys::{self, Epoll, EpollEvent};
 
 const LISTENER: u64 = MAX_INDEX as u64 + 1;
@@ -110,9 +112,13 @@ pub struct Reactor<P: Protocol> {
 }
 
 impl<P: Protocol> Reactor<P> {
-    /// Creates a loop that will accept on `listener` and serve `protocol`.
-    pub fn new(listener: TcpListener, protocol: P, config: Config) -> stdio::Result<Reactor<P>> {
-        listener.set_nonblocking(true)?;
+    /// Creates a loop that will accept on `listener` (a `TcpListener`, a
+    /// `UnixListener`, or a [`Listener`] of either) and serve `protocol`. A
+    /// connection accepted on a Unix socket has no IP address:
+    /// [`Io::peer_addr`](super::io::Io::peer_addr) says so.
+    pub fn new(listener: impl Into<Listener>, protocol: P, config: Config) -> stdio::Result<Reactor<P>> {
+        let listener = listener.into();
+        listener.set_nonblocking()?;
         let epoll = Epoll::new()?;
         epoll.add(listener.as_fd(), sys::INTEREST_READ, LISTENER)?;
         Ok(Reactor::with(epoll, Some(listener), protocol, config))
@@ -124,7 +130,7 @@ impl<P: Protocol> Reactor<P> {
         Ok(Reactor::with(Epoll::new()?, None, protocol, config))
     }
 
-    fn with(epoll: Epoll, listener: Option<TcpListener>, protocol: P, config: Config) -> Reactor<P> {
+    fn with(epoll: Epoll, listener: Option<Listener>, protocol: P, config: Config) -> Reactor<P> {
         let clock = Clock::new();
         let machine = Machine::new(protocol, &config, clock.start());
         Reactor {
@@ -178,8 +184,16 @@ impl<P: Protocol> Reactor<P> {
     /// to it before is sent then. A connection that fails later (refused, or not
     /// established within the connect timeout) reaches [`Protocol::on_close`] as
     /// [`Closed::ConnectFailed`]; one that fails at once is this error.
-    pub fn connect(&mut self, addr: std::net::SocketAddr) -> stdio::Result<ConnId> {
-        self.driver.connect(addr)
+    pub fn connect(&mut self, addr: SocketAddr) -> stdio::Result<ConnId> {
+        self.driver.connect(&Address::Ip(addr))
+    }
+
+    /// Opens a connection to the Unix socket at `path`, as [`connect`](Reactor::connect)
+    /// does to an IP address. A non-blocking connect to a Unix socket is established
+    /// at once, or fails at once: with `WouldBlock` when the listener's queue is full
+    /// (as nginx, which answers 502 then, the loop does not wait for room).
+    pub fn connect_unix(&mut self, path: &Path) -> stdio::Result<ConnId> {
+        self.driver.connect(&Address::Unix(path.to_path_buf()))
     }
 
     /// Calls [`Protocol::on_wake`] for connection `id` (accepted or connected), and

@@ -7,7 +7,6 @@ mod peer;
 mod tests;
 
 use std::io;
-use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime};
 
 pub use peer::PeerReads;
@@ -19,6 +18,7 @@ use super::driver::Driver;
 use super::machine::{Edge, Machine};
 use super::protocol::{Closed, Flow, Protocol, Verdict};
 use super::slab::Token;
+use crate::listen::Address;
 
 /// What the test's reading says of a connection's wire: it takes output at once, or
 /// only when the test takes it.
@@ -66,7 +66,8 @@ fn peer_edge(reads: PeerReads) -> Edge {
 ///   [`Io::local_addr`](super::io::Io::local_addr)) are on loopback: the test's end
 ///   of each connection is `127.0.0.1` with a port counted from 49152 in the order
 ///   the connections were made; an accepted one's local end is `127.0.0.1:8080`, a
-///   made one's peer the address it was opened to (none until it is established).
+///   made one's peer the address it was opened to (none until it is established;
+///   neither end of one made to a Unix socket has an IP address).
 ///
 /// [`data`](Harness::data) is one `on_data` call with exactly the input given, for a
 /// test that looks at one call: what the connection holds is left alone, and what
@@ -292,14 +293,14 @@ impl<P: Protocol> Harness<P> {
 
     /// The connections the protocol asked to open and the test has neither
     /// established nor failed, with their addresses, oldest first.
-    pub fn connecting(&self) -> Vec<(ConnId, SocketAddr)> {
-        let mut pending: Vec<(u64, ConnId, SocketAddr)> = self
+    pub fn connecting(&self) -> Vec<(ConnId, Address)> {
+        let mut pending: Vec<(u64, ConnId, Address)> = self
             .driver
             .tokens()
             .into_iter()
             .filter_map(|token| {
                 let peer = &self.driver.slot(token)?.wire;
-                peer.connecting.map(|addr| (peer.serial, ConnId::of(token), addr))
+                peer.connecting.clone().map(|addr| (peer.serial, ConnId::of(token), addr))
             })
             .collect();
         pending.sort_unstable_by_key(|&(serial, _, _)| serial);

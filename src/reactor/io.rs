@@ -152,7 +152,9 @@ impl<'a> Io<'a> {
     /// accepted connection it is what the accept said, at no cost; elsewhere it is a
     /// system call (getpeername(2)), so a protocol that needs it for every request
     /// (`X-Forwarded-For`) keeps it in its [`Conn`](super::Protocol::Conn) from
-    /// `on_open`. An error if the connection is not established, or was reset.
+    /// `on_open`. An error if the connection is not established, or was reset; one
+    /// of kind [`Unsupported`](io::ErrorKind::Unsupported) for a connection on a
+    /// Unix socket, whose ends have no IP address.
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
         match self.ends.peer {
             Some(peer) => Ok(peer),
@@ -162,7 +164,9 @@ impl<'a> Io<'a> {
 
     /// The address of this end of the connection: for a connection accepted on a
     /// listener bound to every address, the one the client reached. A system call
-    /// (getsockname(2)) each time: keep it if it is needed again.
+    /// (getsockname(2)) each time: keep it if it is needed again. As
+    /// [`peer_addr`](Io::peer_addr), [`Unsupported`](io::ErrorKind::Unsupported) on
+    /// a Unix socket.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.ends.wire.local_addr()
     }
@@ -302,6 +306,11 @@ impl<'a> Io<'a> {
     /// As [`Conns::connect`].
     pub fn connect(&mut self, addr: SocketAddr) -> ConnId {
         self.conns.connect(addr)
+    }
+
+    /// As [`Conns::connect_unix`].
+    pub fn connect_unix(&mut self, path: &std::path::Path) -> ConnId {
+        self.conns.connect_unix(path)
     }
 
     /// As [`Conns::wake`].

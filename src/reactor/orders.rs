@@ -4,18 +4,18 @@
 //! connection being served is borrowed during the call, so each order is queued
 //! here, to be carried out as soon as the call returns, in the same turn.
 
-use std::net::SocketAddr;
 use std::ops::Range;
 use std::time::Duration;
 
 use super::config::{DrainPolicy, IdleTimeout};
 use super::slab::{Ids, Token};
+use crate::listen::Address;
 
 /// One thing a callback asked for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Order {
     /// Open a connection to the address under this token, taken at once.
-    Connect(Token, SocketAddr),
+    Connect(Token, Address),
     /// Send these bytes of the batch's bytes on `to`; `from` wrote them.
     Write {
         from: Token,
@@ -120,5 +120,12 @@ mod tests {
             ]
         );
         assert_eq!(batch.bytes, b"hello!?");
+    }
+
+    #[test]
+    fn an_order_to_connect_by_path_is_no_larger_than_one_by_ip_address() {
+        // A token and a SocketAddr, as before Unix sockets: a path is a PathBuf
+        // beside the address, in the room the enum has.
+        assert!(std::mem::size_of::<Order>() <= 40, "{}", std::mem::size_of::<Order>());
     }
 }

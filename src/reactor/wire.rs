@@ -12,6 +12,7 @@ use super::io::Addresses;
 use super::output::{self, Output, SendQueue};
 use super::protocol::Closed;
 use super::slab::Token;
+use crate::listen::Address;
 use crate::sys::{self, Epoll};
 
 /// A connection's bytes in and out. Reads and sends take what they can and never
@@ -23,7 +24,7 @@ pub(crate) trait Wire: Sized + Addresses {
 
     /// Starts opening a wire to `addr`, whose edges come with `token`; the first
     /// says whether it is established ([`Wire::connect_error`]).
-    fn connect(registry: &mut Self::Registry, token: Token, addr: SocketAddr) -> io::Result<Self>;
+    fn connect(registry: &mut Self::Registry, token: Token, addr: &Address) -> io::Result<Self>;
 
     /// Registers a wire that is already established (accepted), under `token`.
     fn register(&self, registry: &mut Self::Registry, token: Token) -> io::Result<()>;
@@ -85,23 +86,35 @@ impl Addresses for Socket {
     }
 }
 
-/// An IP socket's address (the loop's sockets are all TCP).
+/// An IP socket's address; a Unix socket's is `Unsupported`.
 fn inet(addr: socket2::SockAddr) -> io::Result<SocketAddr> {
     addr.as_socket().ok_or_else(|| io::Error::new(io::ErrorKind::Unsupported, "not an IP address"))
+}
+
+/// A non-blocking, close-on-exec stream socket for `addr`, connecting (TCP with
+/// `TCP_NODELAY`). A Unix socket's connect never is in progress: it succeeds or
+/// fails at once, `EAGAIN` (its listener's queue is full) among the failures.
+fn connecting(addr: &Address) -> io::Result<RawSocket> {
+    let (domain, to) = match addr {
+        Address::Ip(addr) => (Domain::for_address(*addr), socket2::SockAddr::from(*addr)),
+        Address::Unix(path) => (Domain::UNIX, socket2::SockAddr::unix(path)?),
+    };
+    let socket = RawSocket::new(domain, Type::STREAM.nonblocking().cloexec(), None)?;
+    if matches!(addr, Address::Ip(_)) {
+        socket.set_nodelay(true)?;
+    }
+    match socket.connect(&to) {
+        Ok(()) => Ok(socket),
+        Err(e) if sys::is_in_progress(&e) => Ok(socket),
+        Err(e) => Err(e),
+    }
 }
 
 impl Wire for Socket {
     type Registry = Epoll;
 
-    fn connect(epoll: &mut Epoll, token: Token, addr: SocketAddr) -> io::Result<Socket> {
-        let socket = RawSocket::new(Domain::for_address(addr), Type::STREAM.nonblocking().cloexec(), None)?;
-        socket.set_nodelay(true)?;
-        match socket.connect(&addr.into()) {
-            Ok(()) => {}
-            Err(e) if sys::is_in_progress(&e) => {}
-            Err(e) => return Err(e),
-        }
-        let socket = Socket(OwnedFd::from(socket));
+    fn connect(epoll: &mut Epoll, token: Token, addr: &Address) -> io::Result<Socket> {
+        let socket = Socket(OwnedFd::from(connecting(addr)?));
         socket.register(epoll, token)?;
         Ok(socket)
     }

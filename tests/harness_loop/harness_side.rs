@@ -97,8 +97,8 @@ impl HarnessSide {
     fn settle(&mut self) {
         for _ in 0..MAX_ROUNDS {
             self.read_output();
-            if let Some(&(id, addr)) = self.harness.connecting().first() {
-                if addr == self.targets.listening {
+            if let Some((id, addr)) = self.harness.connecting().first().cloned() {
+                if addr == self.targets.listening.into() {
                     self.harness.establish(id);
                     let name = *self.harness.protocol().opened().last().expect("named when opened");
                     self.clients.insert(name, Received::default());

@@ -4,6 +4,7 @@
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
 
+use crate::listen::Address;
 use crate::reactor::io::Addresses;
 use crate::reactor::output::{Output, SendQueue};
 use crate::reactor::protocol::Closed;
@@ -26,11 +27,12 @@ pub(crate) struct Peer {
     /// Shut down for writing.
     pub(crate) shut: bool,
     /// Being opened, to this address, until the test establishes or fails it.
-    pub(crate) connecting: Option<SocketAddr>,
+    pub(crate) connecting: Option<Address>,
     /// The order the connection was made in.
     pub(crate) serial: u64,
-    local: SocketAddr,
-    remote: SocketAddr,
+    /// Its ends' IP addresses, this one's and the far one's; `None` for a
+    /// connection to a Unix socket, whose ends have none.
+    ends: Option<(SocketAddr, SocketAddr)>,
 }
 
 /// A peer's room while it reads everything.
@@ -67,13 +69,15 @@ pub(crate) struct Record {
 impl Record {
     /// A new connection's wire, being opened to `to` if given, else accepted. The
     /// test's end of it is a loopback address whose port counts the connections
-    /// made, from 49152; an accepted one's local end is [`LISTENING`].
-    pub(crate) fn peer(&mut self, connecting: Option<SocketAddr>) -> Peer {
+    /// made, from 49152; an accepted one's local end is [`LISTENING`]. One opened
+    /// to a Unix socket has no IP address at either end.
+    pub(crate) fn peer(&mut self, connecting: Option<Address>) -> Peer {
         self.made += 1;
         let test = SocketAddr::from((Ipv4Addr::LOCALHOST, 49151 + (self.made % 16384) as u16));
-        let (local, remote) = match connecting {
-            Some(to) => (test, to),
-            None => (LISTENING, test),
+        let ends = match &connecting {
+            Some(Address::Ip(to)) => Some((test, *to)),
+            Some(Address::Unix(_)) => None,
+            None => Some((LISTENING, test)),
         };
         Peer {
             unread: Vec::new(),
@@ -83,8 +87,7 @@ impl Record {
             shut: false,
             connecting,
             serial: self.made,
-            local,
-            remote,
+            ends,
         }
     }
 }
@@ -100,15 +103,17 @@ impl Peer {
 }
 
 impl Addresses for Peer {
+    /// As a socket's: a Unix socket's end is no IP address.
     fn local_addr(&self) -> io::Result<SocketAddr> {
-        Ok(self.local)
+        self.ends.map(|(local, _)| local).ok_or_else(|| io::ErrorKind::Unsupported.into())
     }
 
     /// As a socket's: a connection being opened has no peer yet.
     fn peer_addr(&self) -> io::Result<SocketAddr> {
-        match self.connecting {
-            Some(_) => Err(io::ErrorKind::NotConnected.into()),
-            None => Ok(self.remote),
+        match (&self.connecting, self.ends) {
+            (Some(_), _) => Err(io::ErrorKind::NotConnected.into()),
+            (None, Some((_, remote))) => Ok(remote),
+            (None, None) => Err(io::ErrorKind::Unsupported.into()),
         }
     }
 }
@@ -116,8 +121,8 @@ impl Addresses for Peer {
 impl Wire for Peer {
     type Registry = Record;
 
-    fn connect(record: &mut Record, _token: Token, addr: SocketAddr) -> io::Result<Peer> {
-        Ok(record.peer(Some(addr)))
+    fn connect(record: &mut Record, _token: Token, addr: &Address) -> io::Result<Peer> {
+        Ok(record.peer(Some(addr.clone())))
     }
 
     fn register(&self, _record: &mut Record, _token: Token) -> io::Result<()> {

@@ -89,8 +89,8 @@ fn a_pair_of_connections_is_driven_both_ways() {
     let mut harness = Harness::new(Pair::default());
     let client = harness.id();
     harness.open();
-    let [(backend, addr)] = harness.connecting()[..] else { panic!("{:?}", harness.connecting()) };
-    assert_eq!(addr, ([127, 0, 0, 1], 9).into());
+    let [(backend, ref addr)] = harness.connecting()[..] else { panic!("{:?}", harness.connecting()) };
+    assert_eq!(*addr, ([127, 0, 0, 1], 9).into());
     harness.data(b"request");
     assert_eq!(harness.establish(backend), Some(Flow::Continue));
     assert!(harness.connecting().is_empty());
@@ -273,8 +273,8 @@ fn the_harness_gives_its_connections_loopback_addresses_as_documented() {
         "accepted: the test's port, then 8080"
     );
     harness.data(b"x");
-    let [(made, to)] = harness.connecting()[..] else { panic!("one connection being made") };
-    assert_eq!(to, "10.0.0.1:80".parse().expect("an address"));
+    let [(made, ref to)] = harness.connecting()[..] else { panic!("one connection being made") };
+    assert_eq!(*to, "10.0.0.1:80".parse().expect("an address"));
     harness.establish(made);
     assert_eq!(
         harness.take_output_of(made),
