@@ -8,18 +8,22 @@ mod duration;
 mod print;
 
 use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
 
-use crate::listen::{ListenOptions, Opening};
+use crate::listen::{Address, ListenOptions, Opening};
 use crate::reactor::{Config, Protocol};
 use clap::builder::{PossibleValue, RangedU64ValueParser};
 
 use crate::worker::{self, Options, Outcome, Pinning, PortSharing, Scheduling, Service, Steering};
 pub use duration::{parse_duration, parse_timeout};
 pub use print::say;
+
+/// The port when `--port` is not given.
+const DEFAULT_PORT: u16 = 8080;
 
 /// Connections per worker when `--max-connections` is not given, if the open-file limit
 /// allows them.
@@ -29,13 +33,16 @@ const DEFAULT_MAX_CONNS: u64 = 65536;
 /// into a clap parser (`#[command(flatten)]`), or let [`main`] parse it alone.
 #[derive(Clone, Debug, PartialEq, Eq, clap::Args)]
 pub struct ServerArgs {
-    /// Address to listen on.
-    #[arg(long, default_value = "0.0.0.0", value_name = "ADDR")]
-    pub bind: IpAddr,
+    /// Address to listen on: an IP address, or unix:PATH for a Unix socket (one
+    /// that every worker accepts from; a stale socket file there is replaced, and
+    /// the file is removed when the server stops).
+    #[arg(long, default_value = "0.0.0.0", value_name = "ADDR", value_parser = clap::value_parser!(Bind))]
+    pub bind: Bind,
 
-    /// Port to listen on; 0 picks a free one (printed on stderr at start).
-    #[arg(long, default_value_t = 8080)]
-    pub port: u16,
+    /// Port to listen on; 0 picks a free one (printed on stderr at start)
+    /// [default: 8080]. Not with --bind unix:PATH.
+    #[arg(long)]
+    pub port: Option<u16>,
 
     /// CPUs to run workers on, in taskset's syntax (0-3,6) [default: every CPU this
     /// process may run on, as taskset sets it].
@@ -89,7 +96,7 @@ pub struct ServerArgs {
     /// How the kernel picks a worker for a new connection. `hash` (the kernel's
     /// default): by its addresses and ports. `cpu`: the worker on the CPU that
     /// received it (a reuseport BPF program), for a NIC whose queues are pinned to
-    /// the workers' CPUs; one worker per CPU.
+    /// the workers' CPUs; one worker per CPU, not with --bind unix:PATH.
     #[arg(long, value_enum, default_value_t = Steering::Hash)]
     pub steer: Steering,
 
@@ -158,6 +165,29 @@ impl clap::ValueEnum for Scheduling {
     }
 }
 
+/// What `--bind` names: an IP address, whose port is `--port`'s, or a Unix
+/// socket's path (`unix:PATH`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Bind {
+    /// An IP address.
+    Ip(IpAddr),
+    /// A Unix socket's path.
+    Unix(PathBuf),
+}
+
+impl std::str::FromStr for Bind {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Bind, String> {
+        match text.parse::<Address>() {
+            Ok(Address::Unix(path)) => Ok(Bind::Unix(path)),
+            _ => text
+                .parse()
+                .map(Bind::Ip)
+                .map_err(|_| format!("`{text}` is neither an IP address nor unix:PATH")),
+        }
+    }
+}
+
 /// A CPU list as given to `--cpus` (a type of its own, which clap parses as one
 /// value, where it would take a `Vec` for a repeated flag).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -175,11 +205,13 @@ impl ServerArgs {
     /// is `opening`. Raises the open-file limit. A default that the machine cannot
     /// give (the backlog above `somaxconn`, connections above the open-file limit)
     /// is fitted to it quietly; a value the user asked for is fitted too, with a
-    /// warning. A CPU outside the allowed set is a usage error: exit status 2.
+    /// warning. A CPU outside the allowed set, and a flag a Unix socket has no use
+    /// for (`--port`, `--steer cpu`), are usage errors: exit status 2.
     pub fn options(&self, opening: Opening) -> Options {
+        let addr = self.address().unwrap_or_else(|message| usage_error(message));
         let cpus = plan_or_exit(self.cpus.as_ref(), self.workers);
         Options {
-            addr: SocketAddr::new(self.bind, self.port),
+            addr,
             cpus,
             pinning: if self.no_pin { Pinning::Unpinned } else { Pinning::Pinned },
             scheduling: self.sched,
@@ -197,6 +229,22 @@ impl ServerArgs {
                 send_timeout: timeout(self.send_timeout),
                 ..Config::default()
             },
+        }
+    }
+
+    /// The address `--bind` and `--port` name; what a Unix socket cannot take is a
+    /// usage error's message.
+    fn address(&self) -> Result<Address, String> {
+        match &self.bind {
+            Bind::Ip(ip) => Ok(Address::Ip(SocketAddr::new(*ip, self.port.unwrap_or(DEFAULT_PORT)))),
+            Bind::Unix(_) if self.port.is_some() => {
+                Err("--port: a Unix socket (--bind unix:PATH) has no port".to_owned())
+            }
+            Bind::Unix(_) if self.steer == Steering::Cpu => {
+                Err("--steer cpu: a Unix socket (--bind unix:PATH) has no SO_REUSEPORT group to steer"
+                    .to_owned())
+            }
+            Bind::Unix(path) => Ok(Address::Unix(path.clone())),
         }
     }
 
@@ -270,9 +318,13 @@ impl Outcome {
 /// The CPU of each of `count` workers or threads (see [`worker::plan`]), from `cpus`
 /// or the allowed set; a CPU outside the allowed set is a usage error: exit status 2.
 pub fn plan_or_exit(cpus: Option<&CpuList>, count: Option<usize>) -> Vec<usize> {
-    worker::plan(&worker::allowed_cpus(), cpus.map(|list| &list.0[..]), count).unwrap_or_else(|message| {
-        clap::Error::raw(clap::error::ErrorKind::InvalidValue, message + "\n").exit()
-    })
+    worker::plan(&worker::allowed_cpus(), cpus.map(|list| &list.0[..]), count)
+        .unwrap_or_else(|message| usage_error(message))
+}
+
+/// Says `message` as clap says a usage error, and exits with status 2.
+fn usage_error(message: String) -> ! {
+    clap::Error::raw(clap::error::ErrorKind::InvalidValue, message + "\n").exit()
 }
 
 /// Runs `service` on the workers with `options` and prints what they report;
@@ -403,7 +455,7 @@ mod tests {
 
     #[test]
     fn a_workers_error_names_the_flag_behind_it() {
-        let in_use = worker::Error::AddressInUse(SocketAddr::from(([127, 0, 0, 1], 8080)));
+        let in_use = worker::Error::AddressInUse(Address::from(([127, 0, 0, 1], 8080)));
         assert_eq!(
             with_flags(&in_use),
             "cannot listen on 127.0.0.1:8080: address in use by another socket (--reuseport-join shares it)"
@@ -425,6 +477,27 @@ mod tests {
         assert_eq!(seconds.message_timeout, Duration::from_secs(3), "a bare number is seconds");
         let refused = Flags::try_parse_from(["serve", "--idle-timeout", "soon"]).err().expect("refused");
         assert!(refused.to_string().contains("is not a duration"), "{refused}");
+    }
+
+    #[test]
+    fn bind_takes_an_ip_address_and_its_port_or_a_unix_path_alone() {
+        let address = |args: &[&str]| {
+            Flags::try_parse_from([&["serve"], args].concat()).expect("parsed").server.address()
+        };
+        assert_eq!(address(&[]), Ok(Address::from(([0, 0, 0, 0], DEFAULT_PORT))));
+        assert_eq!(
+            address(&["--bind", "::1", "--port", "0"]),
+            Ok(Address::from((IpAddr::from([0u16, 0, 0, 0, 0, 0, 0, 1]), 0)))
+        );
+        assert_eq!(address(&["--bind", "unix:/run/p.sock"]), Ok(Address::Unix(PathBuf::from("/run/p.sock"))));
+        let port = address(&["--bind", "unix:/run/p.sock", "--port", "80"]).expect_err("no port");
+        assert!(port.starts_with("--port"), "{port}");
+        let steer = address(&["--bind", "unix:/run/p.sock", "--steer", "cpu"]).expect_err("no steering");
+        assert!(steer.starts_with("--steer cpu"), "{steer}");
+        for refused in ["unix:", "localhost", "127.0.0.1:80"] {
+            let error = Flags::try_parse_from(["serve", "--bind", refused]).err().expect(refused);
+            assert!(error.to_string().contains("neither an IP address nor unix:PATH"), "{error}");
+        }
     }
 
     #[test]

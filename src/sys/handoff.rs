@@ -6,7 +6,6 @@
 use std::ffi::{CStr, CString, OsStr, OsString};
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::net::TcpListener;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -26,8 +25,9 @@ static TAKEN: AtomicBool = AtomicBool::new(false);
 /// descriptor on which to say it is ready (a binary upgrade's).
 #[derive(Debug, Default)]
 pub struct Inherited {
-    /// The listening sockets, in the order passed.
-    pub listeners: Vec<TcpListener>,
+    /// The listening sockets, in the order passed: TCP or Unix (`listen::Listener`
+    /// tells them apart).
+    pub listeners: Vec<OwnedFd>,
     /// Written to and closed once this process serves.
     pub ready: Option<OwnedFd>,
 }
@@ -56,7 +56,7 @@ pub fn take_inherited() -> io::Result<Option<Inherited>> {
                 format!("descriptor {fd} is not a listener"),
             ));
         }
-        inherited.listeners.push(TcpListener::from(owned));
+        inherited.listeners.push(owned);
     }
     if let Some(fd) = ready.filter(|&fd| fd >= FIRST + count) {
         inherited.ready = Some(adopt(fd)?);

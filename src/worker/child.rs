@@ -3,7 +3,6 @@
 //! its listener once its queue is served; a retirement (HUP, sent by the master at a
 //! reload or an upgrade) hands the listener over to the next generation at once.
 
-use std::net::TcpListener;
 use std::time::Duration;
 
 use super::error::WorkerError;
@@ -11,6 +10,7 @@ use super::event::Event;
 use super::live::SharedLive;
 use super::options::{Options, Pinning, Scheduling};
 use super::service::Service;
+use crate::listen::Listener;
 use crate::reactor::{DrainOptions, ListenerFate, Protocol, Reactor, Returned};
 use crate::sys::{self, SignalFd, TimerFd};
 
@@ -36,7 +36,7 @@ const PUBLISH_EVERY: Duration = Duration::from_secs(1);
 /// status.
 pub(crate) fn run<S: Service>(
     job: &Assignment<'_>,
-    listener: TcpListener,
+    listener: Listener,
     signals: SignalFd,
     service: &S,
     config: &S::Config,
@@ -53,7 +53,7 @@ pub(crate) fn run<S: Service>(
 
 fn serve<S: Service>(
     job: &Assignment<'_>,
-    listener: TcpListener,
+    listener: Listener,
     signals: SignalFd,
     service: &S,
     config: &S::Config,

@@ -2,7 +2,8 @@
 //! ([`WorkerError`]).
 
 use std::io;
-use std::net::SocketAddr;
+
+use crate::listen::Address;
 
 /// Why [`run`](super::run) could not run the workers.
 #[derive(Debug)]
@@ -16,13 +17,14 @@ pub enum Error {
     },
     /// A listener could not be bound.
     Listen {
-        /// The address asked for.
-        addr: SocketAddr,
+        /// The address asked for (a Unix socket's path: in use, or a file that
+        /// is not a socket, is this error).
+        addr: Address,
         /// Why.
         error: io::Error,
     },
-    /// Another socket holds the address, and sharing it was not asked for.
-    AddressInUse(SocketAddr),
+    /// Another socket holds the IP address, and sharing it was not asked for.
+    AddressInUse(Address),
     /// The descriptors passed by `LISTEN_FDS` (systemd, or an upgrading master) are
     /// not listeners.
     Inherited(io::Error),
@@ -111,7 +113,7 @@ mod tests {
 
     #[test]
     fn an_error_from_a_system_call_gives_it_as_its_source() {
-        let addr = SocketAddr::from(([127, 0, 0, 1], 80));
+        let addr = Address::from(([127, 0, 0, 1], 80));
         let error = Error::Listen { addr, error: io::Error::from(io::ErrorKind::PermissionDenied) };
         assert_eq!(error.to_string(), "cannot listen on 127.0.0.1:80: permission denied");
         let source = std::error::Error::source(&error).expect("the system call's error");
@@ -121,9 +123,13 @@ mod tests {
 
     #[test]
     fn an_error_says_what_is_wrong_in_the_options_terms() {
-        let addr = SocketAddr::from(([127, 0, 0, 1], 80));
+        let addr = Address::from(([127, 0, 0, 1], 80));
         let in_use = Error::AddressInUse(addr);
         assert_eq!(in_use.to_string(), "cannot listen on 127.0.0.1:80: address in use by another socket");
+        let path = Address::Unix("/run/p.sock".into());
+        let live = io::Error::new(io::ErrorKind::AddrInUse, "a server listens on it");
+        let unix = Error::Listen { addr: path, error: live };
+        assert_eq!(unix.to_string(), "cannot listen on unix:/run/p.sock: a server listens on it");
         let steering = Error::Steering(io::Error::other("needs one worker per CPU"));
         assert_eq!(steering.to_string(), "cannot steer connections by CPU: needs one worker per CPU");
     }

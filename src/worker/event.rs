@@ -1,12 +1,12 @@
 //! What the workers report as they run ([`Event`]), and how they ended ([`Outcome`]).
 
 use std::io;
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use super::error::WorkerError;
 use super::live::WorkerLive;
 use super::restart;
+use crate::listen::Address;
 use crate::reactor::{Counts, Stats};
 use crate::sys::Exit;
 
@@ -60,8 +60,9 @@ impl std::fmt::Display for Outcome {
 /// counts them or ignores them; `percore serve` prints one line for each.
 #[derive(Debug)]
 pub enum Event<'a> {
-    /// The listeners are bound (or were inherited), on this address.
-    Listening(SocketAddr),
+    /// The listeners are bound (or were inherited), on this address (`unix:PATH`
+    /// for a Unix socket).
+    Listening(Address),
     /// Worker `index` of `generation` was started, or restarted, as process `pid`.
     Started {
         /// The worker.

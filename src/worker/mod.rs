@@ -1,4 +1,6 @@
-//! Processes, not threads: a master binds one `SO_REUSEPORT` listener per worker,
+//! Processes, not threads: a master binds one `SO_REUSEPORT` listener per worker
+//! (or one Unix socket that every worker accepts from, its file removed when the
+//! master exits, unless an upgrade handed it over),
 //! forks one worker process per CPU, each pinned to its CPU and running one loop, and
 //! supervises them: restarts, reloads, binary upgrades, graceful stops. Any
 //! [`Service`] can be served this way.
@@ -76,7 +78,27 @@ pub fn run<S: Service>(options: &Options, service: S, report: impl Fn(Event<'_>)
     // Blocked before anything is said: a signal sent once `Listening` is reported
     // must reach the signalfd, not take its default action (HUP's is to terminate).
     let signals = sys::SignalFd::new().map_err(Error::Setup)?;
-    let listeners = listeners::Listeners::open(options)?;
+    let mut listeners = listeners::Listeners::open(options)?;
+    let socket_file = listeners.socket_file.take();
+    let outcome = supervise(options, listeners, signals, service, report);
+    // Only the master returns here (a worker exits in `Master::run`). A master that
+    // handed its listener over to a new one leaves the file to it.
+    if !matches!(outcome, Ok(Outcome::Upgraded)) {
+        if let Some(file) = socket_file {
+            file.remove();
+        }
+    }
+    outcome
+}
+
+/// Loads the service, reports the address, and runs the master on `listeners`.
+fn supervise<S: Service>(
+    options: &Options,
+    listeners: listeners::Listeners,
+    signals: sys::SignalFd,
+    service: S,
+    report: impl Fn(Event<'_>),
+) -> Result<Outcome, Error> {
     let local = listeners.local_addr().map_err(Error::Setup)?;
     let config = service.load().map_err(Error::Load)?;
     report(Event::Listening(local));

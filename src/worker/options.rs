@@ -1,10 +1,9 @@
 //! [`Options`]: how to run the workers, and the choices each option has.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use super::cpus::allowed_cpus;
-use crate::listen::{ListenOptions, Opening};
+use crate::listen::{Address, ListenOptions, Opening};
 use crate::reactor::Config;
 
 /// How to run the workers. [`Options::new`] gives what `percore serve` does by
@@ -37,8 +36,10 @@ use crate::reactor::Config;
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
-    /// Address all workers listen on.
-    pub addr: SocketAddr,
+    /// Address all workers listen on: an IP address (a listener per worker, in one
+    /// `SO_REUSEPORT` group) or a Unix socket's path (one listener for all; its file
+    /// is removed when the master exits, unless an upgrade handed it over).
+    pub addr: Address,
     /// The CPU of each worker, one entry per worker (see [`plan`](super::plan)).
     pub cpus: Vec<usize>,
     /// Whether each worker is pinned to its CPU.
@@ -47,7 +48,8 @@ pub struct Options {
     pub scheduling: Scheduling,
     /// Each listener's options; its backlog is capped at `net.core.somaxconn`.
     pub listen: ListenOptions,
-    /// Whether the address may already be held by other sockets.
+    /// Whether the IP address may already be held by other sockets (a Unix
+    /// socket's path a server listens on is always refused).
     pub port_sharing: PortSharing,
     /// How the kernel picks a worker for a new connection.
     pub steering: Steering,
@@ -74,7 +76,7 @@ impl Options {
     /// connections, and idle ones kept 1 s; no periodic report; the loop's
     /// [`Config::default`]. Its `max_connections` is not fitted to the open-file
     /// limit: see [`raise_open_file_limit`](super::raise_open_file_limit) and [`OTHER_FDS`](super::OTHER_FDS).
-    pub fn new(addr: SocketAddr, opening: Opening) -> Options {
+    pub fn new(addr: Address, opening: Opening) -> Options {
         let backlog = somaxconn().unwrap_or(ListenOptions::default().backlog);
         Options {
             addr,
