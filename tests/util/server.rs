@@ -1,5 +1,6 @@
 //! The server under test: `Server`, a process guard that starts percore or an
-//! example on an ephemeral loopback port, waits for its `listening on` line and
+//! example on an ephemeral loopback port (or where its arguments say: a Unix
+//! socket's path), waits for its `listening on` line and
 //! stops it and its workers on drop; and the builds of the examples it runs.
 
 use std::io::{BufRead, BufReader};
@@ -11,6 +12,8 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
+
+use percore::listen::Address;
 
 use super::client::Client;
 use super::process::{run_to_exit, try_signal, wait_until, KillOnDrop};
@@ -81,7 +84,7 @@ fn build_example(name: &str) {
 /// A running server process, stopped on drop.
 pub struct Server {
     child: KillOnDrop,
-    addr: SocketAddr,
+    addr: Address,
     stderr: Arc<Mutex<String>>,
     /// Set once stderr reached EOF: every holder of the pipe has exited.
     stderr_closed: Arc<AtomicBool>,
@@ -153,8 +156,21 @@ impl Server {
         Server { child, addr, stderr, stderr_closed }
     }
 
+    /// The IP address it listens on.
+    ///
+    /// # Panics
+    ///
+    /// If it listens on a Unix socket: see [`address`](Server::address).
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        match self.addr {
+            Address::Ip(addr) => addr,
+            Address::Unix(ref path) => panic!("the server listens on a Unix socket, {}", path.display()),
+        }
+    }
+
+    /// Where it listens, as its `listening on` line says: an IP address or a path.
+    pub fn address(&self) -> &Address {
+        &self.addr
     }
 
     pub fn pid(&self) -> u32 {
@@ -167,7 +183,7 @@ impl Server {
     }
 
     pub fn client(&self) -> Client {
-        Client::connect(self.addr)
+        Client::connect(self.addr())
     }
 
     /// The exit status if the process has exited (reaping it), else None.
@@ -237,7 +253,7 @@ impl Drop for Server {
 fn spawn_stderr_reader(
     pipe: ChildStderr,
     collected: Arc<Mutex<String>>,
-    tx: mpsc::Sender<SocketAddr>,
+    tx: mpsc::Sender<Address>,
     closed: Arc<AtomicBool>,
 ) {
     thread::spawn(move || {
