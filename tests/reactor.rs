@@ -157,7 +157,7 @@ fn a_connect_that_fails_at_once_is_its_error_and_opens_nothing() {
     let mut reactor = Reactor::client(NeverConsumes, Config::default()).expect("a loop");
     // The limited broadcast address: a TCP connect to it fails in the call itself
     // (no route, or a broadcast route TCP refuses), never after an EINPROGRESS.
-    let failed = reactor.connect(([255, 255, 255, 255], 9).into());
+    let failed = reactor.connect(([255, 255, 255, 255], 9));
     let kind = failed.expect_err("a connect to the broadcast address").kind();
     assert!(matches!(kind, ErrorKind::NetworkUnreachable | ErrorKind::PermissionDenied), "{kind:?}");
     assert_eq!(reactor.stats().open, 0, "nothing registered");

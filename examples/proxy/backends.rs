@@ -1,13 +1,14 @@
 //! The backends a worker forwards to: round robin, skipping one that failed for a
 //! while (nginx's `max_fails=1 fail_timeout=T`).
 
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
+
+use percore::listen::Address;
 
 /// The backends, the turn, and which are down until when.
 #[derive(Debug)]
 pub struct Backends {
-    addrs: Vec<SocketAddr>,
+    addrs: Vec<Address>,
     /// When each backend that failed may be tried again.
     down_until: Vec<Option<Instant>>,
     /// The backend whose turn is next.
@@ -18,7 +19,7 @@ pub struct Backends {
 impl Backends {
     /// `addrs` (at least one), each skipped for `fail_timeout` after it failed (none:
     /// never skipped).
-    pub fn new(addrs: Vec<SocketAddr>, fail_timeout: Duration) -> Backends {
+    pub fn new(addrs: Vec<Address>, fail_timeout: Duration) -> Backends {
         assert!(!addrs.is_empty(), "a proxy needs a backend");
         let down_until = vec![None; addrs.len()];
         Backends { addrs, down_until, next: 0, fail_timeout }
@@ -29,8 +30,8 @@ impl Backends {
         self.addrs.len()
     }
 
-    pub fn addr(&self, backend: usize) -> SocketAddr {
-        self.addrs[backend]
+    pub fn addr(&self, backend: usize) -> &Address {
+        &self.addrs[backend]
     }
 
     /// The backend for the next request, at `now`: the next in turn that is not
@@ -64,7 +65,7 @@ mod tests {
     use super::*;
 
     fn backends(count: u16) -> Backends {
-        let addrs = (0..count).map(|i| SocketAddr::from(([127, 0, 0, 1], 8000 + i))).collect();
+        let addrs = (0..count).map(|i| Address::from(([127, 0, 0, 1], 8000 + i))).collect();
         Backends::new(addrs, Duration::from_secs(10))
     }
 
@@ -98,7 +99,7 @@ mod tests {
     #[test]
     fn a_fail_timeout_of_zero_never_marks_a_backend_down() {
         let now = Instant::now();
-        let mut backends = Backends::new(vec![SocketAddr::from(([127, 0, 0, 1], 1)); 2], Duration::ZERO);
+        let mut backends = Backends::new(vec![Address::from(([127, 0, 0, 1], 1)); 2], Duration::ZERO);
         backends.failed(0, now);
         assert_eq!([backends.pick(now), backends.pick(now)], [0, 1]);
     }

@@ -1,8 +1,8 @@
 //! An HTTP/1.1 reverse proxy on percore's loop, nginx's `proxy_pass` with
 //! `upstream { keepalive N; }`: each request goes to a backend taken in turn
-//! (`--backend`, repeatable), on a connection kept open between requests, and its
-//! answer comes back as it arrives; one pinned worker process per CPU, with the
-//! flags of `percore serve`.
+//! (`--backend HOST:PORT` or `--backend unix:PATH`, repeatable), on a connection
+//! kept open between requests, and its answer comes back as it arrives; one pinned
+//! worker process per CPU, with the flags of `percore serve`.
 //!
 //! ```text
 //! cargo run --release --example proxy -- --port 8000 --backend 127.0.0.1:8080 --keepalive 64
@@ -57,13 +57,13 @@ mod pool;
 mod proxy;
 mod upstream;
 
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::ToSocketAddrs;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
 use percore::cli::{self, parse_timeout, ServerArgs};
-use percore::listen::Opening;
+use percore::listen::{Address, Opening};
 
 use backends::Backends;
 use proxy::Proxy;
@@ -74,10 +74,10 @@ struct Args {
     #[command(flatten)]
     server: ServerArgs,
 
-    /// A backend, HOST:PORT (a name is resolved once, at start); repeat it for
-    /// several, taken in turn (round robin).
-    #[arg(long, value_name = "HOST:PORT", required = true, value_parser = parse_backend)]
-    backend: Vec<SocketAddr>,
+    /// A backend, HOST:PORT (a name is resolved once, at start) or unix:PATH (a
+    /// Unix socket); repeat it for several, taken in turn (round robin).
+    #[arg(long, value_name = "HOST:PORT|unix:PATH", required = true, value_parser = parse_backend)]
+    backend: Vec<Address>,
 
     /// Idle backend connections each worker keeps open for later requests (nginx's
     /// `keepalive`); connections busy with a request are not counted.
@@ -101,10 +101,13 @@ struct Args {
     fail_timeout: Duration,
 }
 
-/// `HOST:PORT`, resolved to its first address.
-fn parse_backend(text: &str) -> Result<SocketAddr, String> {
+/// `unix:PATH`, or `HOST:PORT` resolved to its first address.
+fn parse_backend(text: &str) -> Result<Address, String> {
+    if text.starts_with("unix:") {
+        return text.parse();
+    }
     let mut addrs = text.to_socket_addrs().map_err(|e| format!("{text}: {e}"))?;
-    addrs.next().ok_or_else(|| format!("{text}: no address"))
+    addrs.next().map(Address::Ip).ok_or_else(|| format!("{text}: no address"))
 }
 
 /// None for a duration of 0: no limit.

@@ -245,7 +245,7 @@ impl Proxy {
 
     /// Opens a connection to `backend`.
     pub(crate) fn open(&mut self, backend: usize, io: &mut Io<'_>) -> ConnId {
-        let id = io.connect(self.backends.addr(backend));
+        let id = io.connect(self.backends.addr(backend).clone());
         self.upstreams.insert(id, Upstream { backend, client: None, reused: false });
         self.opened += 1;
         id

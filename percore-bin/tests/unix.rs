@@ -1,7 +1,8 @@
 //! `percore serve --bind unix:PATH` and an example on a Unix socket: answered there,
 //! by every worker through one listener; the socket file removed by a graceful stop,
 //! kept through a reload and handed over by an upgrade; a second server on a live
-//! path refused without touching the first's file.
+//! path refused without touching the first's file; the proxy example on one, in
+//! front of a backend on another.
 
 #[path = "../../tests/util/mod.rs"]
 mod util;
@@ -158,4 +159,20 @@ fn the_echo_example_echoes_on_a_unix_socket() {
     let mut echoed = [0; 16];
     stream.read_exact(&mut echoed).expect("the echo");
     assert_eq!(&echoed, b"ping over a path");
+}
+
+#[test]
+fn the_proxy_listens_on_a_unix_socket_and_forwards_to_a_backend_on_another() {
+    let backend_dir = TempDir::new("proxy-backend");
+    let (_, backend) = backend_dir.socket();
+    let _backend = serve(&backend);
+    let dir = TempDir::new("proxy");
+    let (path, bind) = dir.socket();
+    let _proxy = Server::start(
+        &example_bin("proxy"),
+        &["--bind", &bind, "--workers", "1", "--no-pin", "--backend", &backend],
+    );
+    for _ in 0..3 {
+        assert_hello(&get(&path));
+    }
 }

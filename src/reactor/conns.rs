@@ -4,7 +4,6 @@
 //! [`on_tick`](super::Protocol::on_tick) and [`on_drain`](super::Protocol::on_drain),
 //! which have no connection of their own, are given them alone.
 
-use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
@@ -36,8 +35,9 @@ pub struct Conns<'a> {
 }
 
 impl Conns<'_> {
-    /// Opens a connection to `addr` (non-blocking, `TCP_NODELAY`) and returns its id
-    /// at once; its state is created with `Default`, as an accepted one's is. Bytes
+    /// Opens a connection to `addr`, an IP address (non-blocking, `TCP_NODELAY`) or
+    /// a Unix socket's path ([`Address::Unix`], as [`connect_unix`](Conns::connect_unix)),
+    /// and returns its id at once; its state is created with `Default`, as an accepted one's is. Bytes
     /// written to it meanwhile wait until it is established; then
     /// [`Protocol::on_open`](super::Protocol::on_open) is called for it. If it cannot
     /// be established (refused, unreachable, or not within the connect timeout),
@@ -84,8 +84,8 @@ impl Conns<'_> {
     ///     }
     /// }
     /// ```
-    pub fn connect(&mut self, addr: SocketAddr) -> ConnId {
-        self.open(Address::Ip(addr))
+    pub fn connect(&mut self, addr: impl Into<Address>) -> ConnId {
+        self.open(addr.into())
     }
 
     /// Opens a connection to the Unix socket at `path`, as [`connect`](Conns::connect)

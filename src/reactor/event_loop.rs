@@ -184,8 +184,8 @@ impl<P: Protocol> Reactor<P> {
     /// to it before is sent then. A connection that fails later (refused, or not
     /// established within the connect timeout) reaches [`Protocol::on_close`] as
     /// [`Closed::ConnectFailed`]; one that fails at once is this error.
-    pub fn connect(&mut self, addr: SocketAddr) -> stdio::Result<ConnId> {
-        self.driver.connect(&Address::Ip(addr))
+    pub fn connect(&mut self, addr: impl Into<Address>) -> stdio::Result<ConnId> {
+        self.driver.connect(&addr.into())
     }
 
     /// Opens a connection to the Unix socket at `path`, as [`connect`](Reactor::connect)

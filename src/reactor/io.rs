@@ -13,6 +13,7 @@ use super::orders::{Order, Orders};
 use super::output::Output;
 use super::slab::Token;
 use super::timers::Timers;
+use crate::listen::Address;
 
 /// What a callback can do: on its connection, write output, set its timer, and see
 /// the loop's time; on the loop, open a connection and write to, wake, resume,
@@ -304,7 +305,7 @@ impl<'a> Io<'a> {
     }
 
     /// As [`Conns::connect`].
-    pub fn connect(&mut self, addr: SocketAddr) -> ConnId {
+    pub fn connect(&mut self, addr: impl Into<Address>) -> ConnId {
         self.conns.connect(addr)
     }
 

@@ -3,9 +3,9 @@
 //! the clock moves only when a test says.
 
 use std::io::ErrorKind;
-use std::net::SocketAddr;
 use std::time::Duration;
 
+use percore::listen::Address;
 use percore::reactor::{Closed, Config, ConnId, Harness};
 
 use super::*;
@@ -19,7 +19,7 @@ const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi";
 /// A proxy to one backend, keeping 4 idle connections, with `read_timeout`, under
 /// `config`.
 fn harness(read_timeout: Option<Duration>, config: Config) -> Harness<Proxy> {
-    let backends = Backends::new(vec![SocketAddr::from(BACKEND)], Duration::from_secs(10));
+    let backends = Backends::new(vec![Address::from(BACKEND)], Duration::from_secs(10));
     Harness::with_config(Proxy::new(backends, 4, read_timeout), config)
 }
 
@@ -27,8 +27,8 @@ fn harness(read_timeout: Option<Duration>, config: Config) -> Harness<Proxy> {
 fn established(harness: &mut Harness<Proxy>) -> ConnId {
     let connecting = harness.connecting();
     assert_eq!(connecting.len(), 1, "one connect: {connecting:?}");
-    let (upstream, addr) = connecting[0];
-    assert_eq!(addr, SocketAddr::from(BACKEND));
+    let (upstream, addr) = connecting[0].clone();
+    assert_eq!(addr, Address::from(BACKEND));
     harness.establish(upstream);
     upstream
 }

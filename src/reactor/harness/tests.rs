@@ -58,7 +58,7 @@ impl Protocol for Pair {
         if let Some(at) = self.opening.iter().position(|&(backend, _)| backend == io.id()) {
             *peer = Some(self.opening.swap_remove(at).1);
         } else {
-            let backend = io.connect(([127, 0, 0, 1], 9).into());
+            let backend = io.connect(([127, 0, 0, 1], 9));
             self.opening.push((backend, io.id()));
             *peer = Some(backend);
         }
@@ -154,7 +154,7 @@ impl Protocol for Scripted {
 
     fn on_open(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
         if !std::mem::replace(&mut self.opened, true) {
-            io.connect(([127, 0, 0, 1], 9).into());
+            io.connect(([127, 0, 0, 1], 9));
         }
         Flow::Continue
     }
@@ -258,7 +258,7 @@ impl Protocol for SaysAddresses {
     }
 
     fn on_data(&mut self, _conn: &mut (), input: &[u8], io: &mut Io<'_>) -> Verdict {
-        io.connect("10.0.0.1:80".parse().expect("an address"));
+        io.connect("10.0.0.1:80".parse::<std::net::SocketAddr>().expect("an address"));
         Verdict::keep(input.len())
     }
 }
@@ -302,7 +302,7 @@ impl Protocol for Waits {
     fn on_open(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
         if self.client.is_none() {
             self.client = Some(io.id());
-            self.backend = Some(io.connect(([127, 0, 0, 1], 9).into()));
+            self.backend = Some(io.connect(([127, 0, 0, 1], 9)));
         }
         Flow::Continue
     }
@@ -393,7 +393,7 @@ impl Protocol for ToSink {
 
     fn on_open(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
         if self.sink.is_none() {
-            self.sink = Some(io.connect(([127, 0, 0, 1], 9).into()));
+            self.sink = Some(io.connect(([127, 0, 0, 1], 9)));
         }
         Flow::Continue
     }
@@ -437,7 +437,7 @@ impl Protocol for Quiet {
 
     fn on_open(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
         if self.opened.is_none() {
-            self.opened = Some(io.connect(([127, 0, 0, 1], 9).into()));
+            self.opened = Some(io.connect(([127, 0, 0, 1], 9)));
         }
         Flow::Continue
     }
@@ -555,7 +555,7 @@ impl Protocol for TimesAnother {
 
     fn on_open(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
         if self.opened.is_none() {
-            self.opened = Some(io.connect(([127, 0, 0, 1], 9).into()));
+            self.opened = Some(io.connect(([127, 0, 0, 1], 9)));
         }
         Flow::Continue
     }
@@ -745,7 +745,7 @@ impl Protocol for FloodsAnother {
 
     fn on_open(&mut self, _conn: &mut (), io: &mut Io<'_>) -> Flow {
         if self.opened.is_none() {
-            self.opened = Some(io.connect(([127, 0, 0, 1], 9).into()));
+            self.opened = Some(io.connect(([127, 0, 0, 1], 9)));
         }
         Flow::Continue
     }
