@@ -136,13 +136,20 @@ pub fn answer(out: &mut Vec<u8>, status: u16, method: Method, persist: Persist) 
 fn end_to_end<'a>(
     fields: impl Iterator<Item = (&'a [u8], &'a [u8])> + Clone,
 ) -> impl Iterator<Item = (&'a [u8], &'a [u8])> {
-    let named = fields.clone().filter(|(name, _)| name.eq_ignore_ascii_case(b"connection"));
+    // The `Connection` values, found in one walk (a head has one at most, as a
+    // rule): a walk per field, as a filter over the fields would make, costs the
+    // head's parse again for each of its fields.
+    let named: Vec<&[u8]> = fields
+        .clone()
+        .filter(|(name, _)| name.eq_ignore_ascii_case(b"connection"))
+        .map(|(_, options)| options)
+        .collect();
     fields.filter(move |(name, _)| {
         let eq = |other: &&[u8]| name.eq_ignore_ascii_case(other);
         if HOP_BY_HOP.iter().any(eq) {
             return false;
         }
-        END_TO_END.iter().any(eq) || !named.clone().any(|(_, options)| lists(options, name))
+        END_TO_END.iter().any(eq) || !named.iter().any(|options| lists(options, name))
     })
 }
 
