@@ -22,7 +22,7 @@ fn main() -> ExitCode {
     let Cli { command } = Cli::parse();
     let result = match command {
         Command::Serve(args) => serve(args),
-        Command::Tune => tune::report(),
+        Command::Tune(args) => tune::run(args),
         Command::Bench(args) => bench::run(args).map(|()| ExitCode::SUCCESS),
     };
     result.unwrap_or_else(|message| {

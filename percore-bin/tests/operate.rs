@@ -8,7 +8,6 @@ mod util;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use util::{
@@ -334,98 +333,6 @@ fn a_body_that_keeps_the_minimum_rate_is_read_past_the_header_timeout() {
     assert!(closed, "a stalled body was still open {within:?} on");
     let open = stalled_closed.unwrap_or_else(|| start.elapsed());
     assert!(open >= OPEN_FOR, "the stalled body was closed after {open:?}, before its timeout");
-}
-
-/// A setting of sysctl.conf: its name, recommended value, and for each field
-/// whether higher is better (a `# tune: lower higher` line above it says
-/// otherwise; higher is the default).
-struct Setting {
-    name: String,
-    recommended: String,
-    higher_is_better: Vec<bool>,
-}
-
-fn recommended_settings() -> Vec<Setting> {
-    let conf = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("sysctl.conf"))
-        .expect("sysctl.conf");
-    let mut directions = Vec::new();
-    let mut settings = Vec::new();
-    for line in conf.lines().map(str::trim) {
-        if let Some(words) = line.strip_prefix("# tune:") {
-            directions = words.split_whitespace().map(|word| word != "lower").collect();
-        } else if let Some((name, value)) = line.split_once('=').filter(|_| !line.starts_with('#')) {
-            let recommended = value.split_whitespace().collect::<Vec<_>>().join(" ");
-            let fields = recommended.split_whitespace().count();
-            let mut higher_is_better = std::mem::take(&mut directions);
-            higher_is_better.resize(fields, true);
-            settings.push(Setting { name: name.trim().to_string(), recommended, higher_is_better });
-        }
-    }
-    settings
-}
-
-/// Whether a live value is worse than the recommended one in any of its fields.
-fn below(live: &str, setting: &Setting) -> bool {
-    let numbers =
-        |text: &str| text.split_whitespace().map(|n| n.parse::<u64>().expect("a number")).collect::<Vec<_>>();
-    let pairs = numbers(live).into_iter().zip(numbers(&setting.recommended));
-    pairs.zip(&setting.higher_is_better).any(
-        |((live, recommended), &higher)| {
-            if higher {
-                live < recommended
-            } else {
-                live > recommended
-            }
-        },
-    )
-}
-
-#[test]
-fn tune_never_recommends_lowering_and_exits_1_only_when_a_setting_is_below() {
-    let run = run_capturing(&percore_bin(), &["tune"]);
-    let command = run.stdout.lines().find(|line| line.trim_start().starts_with("sysctl -w")).unwrap_or("");
-    let mut any_below = false;
-    let settings = recommended_settings();
-    let mut unreadable = 0;
-    for setting in &settings {
-        let (name, recommended) = (&setting.name, &setting.recommended);
-        let path = format!("/proc/sys/{}", name.replace('.', "/"));
-        let live = match std::fs::read_to_string(&path) {
-            Ok(live) => live,
-            Err(e) => {
-                // Not compared here; tune must say it could not read it either.
-                eprintln!("skipped: {name}: reading {path}: {e}");
-                let row =
-                    run.stdout.lines().find(|line| line.split_whitespace().next() == Some(name.as_str()));
-                assert!(
-                    row.is_some_and(|row| row.contains("(unreadable)")),
-                    "{name} is unreadable, tune's row says otherwise:\n{}",
-                    run.stdout
-                );
-                assert!(!command.contains(&format!("{name}=")), "{name} is unreadable:\n{}", run.stdout);
-                unreadable += 1;
-                continue;
-            }
-        };
-        let is_below = below(&live, setting);
-        any_below |= is_below;
-        let in_command = command.contains(&format!(" {name}=")) || command.contains(&format!("\"{name}="));
-        assert_eq!(
-            in_command, is_below,
-            "{name}: live {live:?}, recommended {recommended:?}:\n{}",
-            run.stdout
-        );
-    }
-    assert!(unreadable < settings.len(), "no setting of sysctl.conf could be read: nothing was checked");
-    // The open-file limit it checks is its own, inherited from this test.
-    let limits = std::fs::read_to_string("/proc/self/limits").expect("limits");
-    let soft: u64 = limits
-        .lines()
-        .find(|line| line.starts_with("Max open files"))
-        .and_then(|line| line.split_whitespace().nth(3)?.parse().ok())
-        .expect("the soft open-file limit");
-    any_below |= soft < 1_048_576;
-    assert_eq!(run.status.code(), Some(if any_below { 1 } else { 0 }), "{}", run.stdout);
 }
 
 #[test]
