@@ -120,7 +120,7 @@ fn catches(pid: u32, signo: u32) -> bool {
 fn a_load_thread_is_pinned_to_its_cpu_unless_told_not_to() {
     let cpus = percore::worker::allowed_cpus();
     let [_, second, ..] = cpus[..] else {
-        eprintln!("skipped: pinning is seen on two CPUs, and this process may run on {cpus:?} only");
+        util::skip(&format!("pinning is seen on two CPUs, and this process may run on {cpus:?} only"));
         return;
     };
     let everywhere = cpus_allowed(std::process::id()).expect("this process's CPUs");

@@ -377,7 +377,7 @@ fn stats_prints_each_workers_rate_and_open_connections() {
 fn steering_by_cpu_hands_every_connection_to_the_receiving_cpus_worker() {
     let cpus = percore::worker::allowed_cpus();
     if cpus.len() < 2 {
-        eprintln!("skipped: steering needs two CPUs, this process may run on {cpus:?}");
+        util::skip(&format!("steering needs two CPUs, this process may run on {cpus:?}"));
         return;
     }
     let list = format!("{},{}", cpus[0], cpus[1]);

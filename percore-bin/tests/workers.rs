@@ -126,7 +126,7 @@ fn two_cpus() -> Option<(String, [usize; 2])> {
     match percore::worker::allowed_cpus()[..] {
         [first, second, ..] => Some((format!("{first},{second}"), [first, second])),
         ref one => {
-            eprintln!("skipped: this test needs two CPUs, and this process may run on {one:?} only");
+            util::skip(&format!("this test needs two CPUs, and this process may run on {one:?} only"));
             None
         }
     }

@@ -46,7 +46,7 @@ pub use self::{
     pattern::{assert_same, difference, pattern},
     process::{
         run_capturing, run_capturing_within, run_expecting_exit, run_expecting_exit_with_env,
-        run_with_stdout_within, run_wrk, signal, stopped_lines, tool_available, try_signal, wait_until,
+        run_with_stdout_within, run_wrk, signal, skip, stopped_lines, tool_available, try_signal, wait_until,
         worker_lines, Finished, Resume, Running, StoppedLine, Strace, TempFile, WorkerLine,
     },
     procfs::{
