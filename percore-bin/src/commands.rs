@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand};
 use percore::cli::ServerArgs;
 
 use crate::bench::args::BenchArgs;
+use crate::tune::TuneArgs;
 use crate::units::{parse_duration, parse_size, size_within};
 
 /// percore: a per-core HTTP/1.1 hello server on an edge-triggered epoll loop.
@@ -31,32 +32,6 @@ pub enum Command {
     /// Load an HTTP server and report throughput, errors and the latency
     /// distribution, like wrk and ab together, on percore's own loop.
     Bench(BenchArgs),
-}
-
-#[derive(Debug, Args)]
-#[command(after_help = "Without a flag it changes nothing, and exits 1 when a setting is below its \
-recommendation (0 when none is), as a check before a benchmark. --apply and --restore need root.")]
-pub struct TuneArgs {
-    /// Raise each setting below sysctl.conf's recommendation to it, in the setting's
-    /// own order (a live value already better is kept), after saving the values it
-    /// changes to a file, which it names.
-    #[arg(long)]
-    pub apply: bool,
-
-    /// The file --apply saves the values it changes to [default: a new file in the
-    /// temporary directory]. An existing one, from an earlier --apply, keeps the value
-    /// it holds for each setting: the one from before the first.
-    #[arg(long, value_name = "FILE", requires = "apply")]
-    pub save: Option<PathBuf>,
-
-    /// Put back the values --apply saved to FILE (and no other file).
-    #[arg(long, value_name = "FILE", conflicts_with = "apply")]
-    pub restore: Option<PathBuf>,
-
-    /// Where the kernel's settings are read and written: a copy of its layout for a
-    /// test or a container.
-    #[arg(long, value_name = "DIR", default_value = "/proc/sys")]
-    pub proc_sys: PathBuf,
 }
 
 #[derive(Debug, Args)]
