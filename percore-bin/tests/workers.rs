@@ -197,6 +197,22 @@ fn no_pin_leaves_a_worker_on_every_cpu_the_master_may_use() {
 }
 
 #[test]
+fn a_worker_stopped_alone_is_restarted_and_its_successor_takes_new_connections() {
+    let server = Percore::start(&["--workers", "1"]);
+    let first = server.workers(1)[0];
+    get_on_fresh_connection(&server);
+    // SIGTERM to the worker alone: it stops gracefully, and the master, not
+    // stopping, starts another on the same listener, which takes new connections.
+    signal(first.pid, "TERM");
+    let stderr = server.wait_for_stderr(WAIT, "a restarted worker", |s| worker_lines(s).len() == 2);
+    let second = worker_lines(&stderr)[1];
+    assert_ne!(second.pid, first.pid);
+    for _ in 0..3 {
+        get_on_fresh_connection(&server);
+    }
+}
+
+#[test]
 fn killed_worker_is_restarted_on_its_cpu() {
     // Two workers on the CPUs the test may use (both on one, when it has one).
     let server = Percore::start(&["--workers", "2"]);

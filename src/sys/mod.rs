@@ -394,6 +394,22 @@ pub fn steer_by_cpu(fd: BorrowedFd<'_>, cpus: &[usize]) -> io::Result<()> {
         program.push(op(RETURN, 0, 0, index as u32));
     }
     program.push(op(RETURN, 0, 0, group));
+    attach_cbpf(fd, SO_ATTACH_REUSEPORT_CBPF, &mut program)
+}
+
+/// Attaches to the listener `fd` a socket filter that drops every packet: a new
+/// connection's SYN, and the last ACK of a handshake under way, so the kernel
+/// completes no more connections into its queue (their clients send again, and meet
+/// a closed port). Those it completed before are in the queue still, to be accepted:
+/// a stop that accepts its queue and then closes loses none that came meanwhile.
+/// Connections accepted before are not affected (one accepted after inherits it).
+pub fn refuse_new_connections(fd: BorrowedFd<'_>) -> io::Result<()> {
+    let drop_all = libc::sock_filter { code: (libc::BPF_RET | libc::BPF_K) as u16, jt: 0, jf: 0, k: 0 };
+    attach_cbpf(fd, libc::SO_ATTACH_FILTER, &mut [drop_all])
+}
+
+/// Attaches the classic BPF `program` to `fd` as socket option `option`.
+fn attach_cbpf(fd: BorrowedFd<'_>, option: libc::c_int, program: &mut [libc::sock_filter]) -> io::Result<()> {
     let len = u16::try_from(program.len()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     let fprog = libc::sock_fprog { len, filter: program.as_mut_ptr() };
     let size = std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t;
@@ -401,7 +417,7 @@ pub fn steer_by_cpu(fd: BorrowedFd<'_>, cpus: &[usize]) -> io::Result<()> {
     // SAFETY: `fd` is borrowed, so open; the option value is a sock_fprog of `size`
     // bytes pointing at `program`, `len` instructions long, all alive for the call;
     // the kernel copies the program.
-    unsafe { syscall!(setsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, value, size)) }?;
+    unsafe { syscall!(setsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, option, value, size)) }?;
     Ok(())
 }
 
@@ -421,6 +437,31 @@ mod tests {
         }
         assert!(!event(libc::EPOLLIN | libc::EPOLLOUT).is_read_closed());
         assert!(event(libc::EPOLLIN).is_readable() && !event(libc::EPOLLOUT).is_readable());
+    }
+
+    #[test]
+    fn a_listener_refusing_new_connections_keeps_those_already_queued() {
+        use std::os::fd::AsFd;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a listener");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let addr = listener.local_addr().unwrap();
+        let mut queued = std::net::TcpStream::connect(addr).expect("connected before the filter");
+        refuse_new_connections(listener.as_fd()).expect("the filter attached");
+        // On loopback the handshake runs within connect: by its return the SYN is
+        // dropped, and the connection is not in the queue.
+        let late = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        late.set_nonblocking(true).unwrap();
+        let started = late.connect(&addr.into());
+        assert!(started.as_ref().is_err_and(|e| e.raw_os_error() == Some(libc::EINPROGRESS)), "{started:?}");
+        let (accepted, _) = accept(listener.as_fd()).expect("the connection queued before");
+        let mut accepted = std::net::TcpStream::from(accepted);
+        let next = accept(listener.as_fd()).map(|_| ());
+        assert!(next.as_ref().is_err_and(|e| e.kind() == io::ErrorKind::WouldBlock), "{next:?}");
+        // The connection accepted is a connection like any other.
+        std::io::Write::write_all(&mut queued, b"ping").unwrap();
+        let mut got = [0; 4];
+        std::io::Read::read_exact(&mut accepted, &mut got).unwrap();
+        assert_eq!(&got, b"ping");
     }
 
     /// An epoll instance watching the read end of a pipe, and its write end.

@@ -56,6 +56,20 @@ impl Listeners {
         &self.sockets[index % self.sockets.len()]
     }
 
+    /// Has the kernel complete no more connections into the TCP listeners, for a
+    /// stop of every worker: each worker then accepts what its queue holds and
+    /// closes it, and no connection a client saw complete is reset unanswered when
+    /// the last descriptor of a listener closes (best effort: a listener the filter
+    /// could not be attached to is left as it was). Never for a worker stopped alone:
+    /// its successor serves on the same listener.
+    pub(crate) fn refuse_new_connections(&self) {
+        for socket in &self.sockets {
+            if let Listener::Tcp(listener) = socket {
+                let _ = sys::refuse_new_connections(listener.as_fd());
+            }
+        }
+    }
+
     /// The address they listen on.
     pub(crate) fn local_addr(&self) -> io::Result<Address> {
         self.sockets[0].local_addr()

@@ -381,9 +381,10 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
         self.listeners = None;
     }
 
-    /// A first SIGTERM, SIGINT or SIGQUIT starts a graceful stop of every worker, and
-    /// closes the master's listeners (the workers close theirs once they served
-    /// their queue); a SIGINT during one stops them at once.
+    /// A first SIGTERM, SIGINT or SIGQUIT starts a graceful stop of every worker: the
+    /// listeners take no new connection, the master closes its copies, and the
+    /// workers close theirs once they served their queue; a SIGINT during one stops
+    /// them at once.
     fn stop(&mut self, signal: libc::c_int) {
         if !matches!(signal, libc::SIGTERM | libc::SIGINT | libc::SIGQUIT) {
             return;
@@ -398,7 +399,9 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
         let grace = self.options.shutdown_timeout.saturating_add(KILL_GRACE);
         let now = Instant::now();
         self.phase = Phase::Stopping { kill_at: now.checked_add(grace).unwrap_or_else(|| far_future(now)) };
-        self.listeners = None;
+        if let Some(listeners) = self.listeners.take() {
+            listeners.refuse_new_connections();
+        }
         for worker in &mut self.workers {
             worker.restart_at = None;
         }
