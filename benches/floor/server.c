@@ -1,9 +1,10 @@
 /*
  * The floor server: the least a keep-alive hello server can do on Linux, to measure
  * how much of a request's CPU is the kernel's. W worker processes, each pinned to
- * CPU w, under SCHED_BATCH, on its own SO_REUSEPORT listener, with an edge-triggered
- * epoll loop that answers every recv with one send. No parse: the only work per
- * request is finding where it ends (each "\r\n\r\n", also across reads), so that
+ * CPU w, under Linux's default policy (as percore's workers), on its own
+ * SO_REUSEPORT listener, with an edge-triggered epoll loop that answers every recv
+ * with one send. No parse: the only work per request is finding where it ends (each
+ * "\r\n\r\n", also across reads), so that
  * pipelined requests get one answer each, all of a read's answers in one prebuilt
  * send; the answers are assumed to fit in the socket's buffer at once. Worker w is
  * pinned to CPU w, unless `nopin` is given (then taskset's mask applies). With
@@ -153,14 +154,12 @@ int main(int argc, char **argv) {
             return 1;
         }
         if (pid == 0) {
-            struct sched_param param = {0};
             prctl(PR_SET_PDEATHSIG, SIGTERM);
             cpu_set_t cpus;
             CPU_ZERO(&cpus);
             CPU_SET(w, &cpus);
             if (pin && sched_setaffinity(0, sizeof cpus, &cpus))
                 perror("sched_setaffinity");
-            sched_setscheduler(0, SCHED_BATCH, &param);
             serve(fd);
         }
         close(fd);

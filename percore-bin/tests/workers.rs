@@ -570,10 +570,10 @@ fn sched_policy(pid: u32) -> u32 {
 }
 
 #[test]
-fn workers_run_under_sched_batch_unless_asked_for_normal() {
+fn workers_run_under_sched_other_unless_asked_for_batch() {
     const SCHED_OTHER: u32 = 0;
     const SCHED_BATCH: u32 = 3;
-    for (flags, policy) in [(&[][..], SCHED_BATCH), (&["--sched", "normal"][..], SCHED_OTHER)] {
+    for (flags, policy) in [(&[][..], SCHED_OTHER), (&["--sched", "batch"][..], SCHED_BATCH)] {
         let server = Percore::start(&[&["--workers", "1"], flags].concat());
         let worker = &server.workers(1)[0];
         // The worker sets its policy before it serves: one answer proves it is done.

@@ -70,7 +70,7 @@ impl Options {
     /// Workers listening on `addr` for a protocol whose first speaker is `opening`,
     /// with `percore serve`'s defaults: one worker on each CPU this process may run
     /// on ([`allowed_cpus`], as `taskset` sets it), each pinned to its CPU, under
-    /// `SCHED_BATCH`; a backlog of `net.core.somaxconn` (the most the kernel allows;
+    /// the default policy (`SCHED_OTHER`); a backlog of `net.core.somaxconn` (the most the kernel allows;
     /// 4096 if it cannot be read); the address held by no other socket; connections
     /// spread by the kernel's hash; a graceful stop waiting 10 s for open
     /// connections, and idle ones kept 1 s; no periodic report; the loop's
@@ -82,7 +82,7 @@ impl Options {
             addr,
             cpus: allowed_cpus(),
             pinning: Pinning::Pinned,
-            scheduling: Scheduling::Batch,
+            scheduling: Scheduling::Normal,
             listen: ListenOptions { backlog, opening },
             port_sharing: PortSharing::Exclusive,
             steering: Steering::Hash,
@@ -114,12 +114,14 @@ pub enum Pinning {
 /// The workers' scheduling policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scheduling {
-    /// `SCHED_OTHER`, the default Linux policy.
+    /// `SCHED_OTHER`, the default Linux policy: a worker woken by a request
+    /// preempts a busy task sharing its CPU. The default.
     Normal,
     /// `SCHED_BATCH`: a worker woken by new requests does not preempt another task
-    /// on its CPU (a load generator sharing it) but runs when that task blocks, and
-    /// then answers a batch of requests instead of one; on CPUs of its own it
-    /// changes nothing.
+    /// on its CPU but runs when that task's slice ends or it blocks, and then answers
+    /// a batch of requests instead of one. Beside a busy task a request waits for
+    /// the rest of its slice (milliseconds); on CPUs of its own, or beside a load
+    /// generator, it measured the same as `Normal`.
     Batch,
 }
 
