@@ -11,7 +11,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use percore::listen::Opening;
-use percore::reactor::{Io, Protocol, Verdict};
+use percore::reactor::{Counts, Io, Protocol, Verdict};
 
 /// Longest argument accepted; a longer one is refused and the connection closed.
 const MAX_ARG: usize = 64 * 1024;
@@ -86,9 +86,19 @@ fn bulk(io: &mut Io<'_>, value: &[u8]) {
     io.write(b"\r\n");
 }
 
-/// Appends the reply to `command`; returns false for `QUIT`. Names match in any case,
-/// without allocating: this runs once per command.
-fn reply(command: &Command<'_>, io: &mut Io<'_>) -> bool {
+/// What to do after a command's reply.
+enum Replied {
+    /// Answered: the next command.
+    Answered,
+    /// Answered with an error (unknown, or the wrong number of arguments).
+    Refused,
+    /// `QUIT`: close once the reply is out.
+    Quit,
+}
+
+/// Appends the reply to `command`. Names match in any case, without allocating: this
+/// runs once per command.
+fn reply(command: &Command<'_>, io: &mut Io<'_>) -> Replied {
     let [name, arg] = command.args;
     let is = |known: &[u8]| name.eq_ignore_ascii_case(known);
     match command.count {
@@ -96,24 +106,30 @@ fn reply(command: &Command<'_>, io: &mut Io<'_>) -> bool {
         2 if is(b"PING") || is(b"ECHO") => bulk(io, arg),
         _ if is(b"QUIT") => {
             io.write(b"+OK\r\n");
-            return false;
+            return Replied::Quit;
         }
         _ if is(b"PING") || is(b"ECHO") => {
             let name = String::from_utf8_lossy(name).to_lowercase();
             let _ = write!(io, "-ERR wrong number of arguments for '{name}' command\r\n");
+            return Replied::Refused;
         }
         _ => {
             // Quotes and line breaks in the name would break the reply's line.
             let name: String =
                 String::from_utf8_lossy(name).chars().filter(|c| !c.is_control() && *c != '\'').collect();
             let _ = write!(io, "-ERR unknown command '{name}'\r\n");
+            return Replied::Refused;
         }
     }
-    true
+    Replied::Answered
 }
 
-/// Every complete command in the input is answered, in order, in one write.
-struct RedisPing;
+/// Every complete command in the input is answered, in order, in one write; each
+/// counted, for the workers' lines: answered (as requests) and refused.
+#[derive(Default)]
+struct RedisPing {
+    counts: Counts,
+}
 
 impl Protocol for RedisPing {
     type Conn = ();
@@ -125,20 +141,30 @@ impl Protocol for RedisPing {
                 Parsed::Partial => return Verdict::keep(at),
                 Parsed::Invalid => {
                     io.write(b"-ERR Protocol error\r\n");
+                    self.counts.requests += 1;
+                    self.counts.refused += 1;
                     return Verdict::close(at);
                 }
+                // An empty inline line is no command: Redis ignores it too.
+                Parsed::Complete(command) if command.count == 0 => at += command.len,
                 Parsed::Complete(command) => {
                     at += command.len;
-                    // An empty inline line is no command: Redis ignores it too.
-                    if command.count > 0 && !reply(&command, io) {
-                        return Verdict::close(at);
+                    self.counts.requests += 1;
+                    match reply(&command, io) {
+                        Replied::Answered => {}
+                        Replied::Refused => self.counts.refused += 1,
+                        Replied::Quit => return Verdict::close(at),
                     }
                 }
             }
         }
     }
+
+    fn counts(&self) -> Counts {
+        self.counts
+    }
 }
 
 fn main() -> ExitCode {
-    percore::cli::main(Opening::ClientSpeaksFirst, || Ok(RedisPing))
+    percore::cli::main(Opening::ClientSpeaksFirst, || Ok(RedisPing::default()))
 }

@@ -1,6 +1,6 @@
 //! The servers of `examples/` built on the library: `hello` on several workers with
-//! the flags of `percore serve`, and `redis_ping` with raw RESP and with the stock
-//! `redis-cli` where it is installed.
+//! the flags of `percore serve`, and `redis_ping` with raw RESP, counting what it
+//! answered, and with the stock `redis-cli`.
 
 #[path = "../../tests/util/mod.rs"]
 mod util;
@@ -44,7 +44,7 @@ fn resp_exchange(server: &Server, request: &[u8], expected: &[u8]) {
 
 #[test]
 fn redis_ping_answers_resp_pipelined_and_inline() {
-    let server = Server::example("redis_ping", &["--workers", "1"]);
+    let mut server = Server::example("redis_ping", &["--workers", "1"]);
     // Pipelined RESP arrays, answered in order in one exchange.
     resp_exchange(
         &server,
@@ -57,6 +57,12 @@ fn redis_ping_answers_resp_pipelined_and_inline() {
         b"PING\r\nECHO\r\n",
         b"+PONG\r\n-ERR wrong number of arguments for 'echo' command\r\n",
     );
+    // The worker's last line counts the six commands, two of them refused.
+    signal(server.pid(), "TERM");
+    server.wait_exit(WAIT);
+    let stopped = stopped_lines(&server.wait_stderr_closed(WAIT));
+    let counted: Vec<(u64, u64)> = stopped.iter().map(|line| (line.requests, line.refused)).collect();
+    assert_eq!(counted, [(6, 2)], "{stopped:?}");
 }
 
 #[test]
