@@ -179,6 +179,32 @@ fn usr1_shows_each_workers_figures_and_a_retired_worker_leaves_its_place_to_the_
     drop(resume);
 }
 
+/// The `live:` line for worker 0 printed after a USR1 sent now.
+fn live_line_now(server: &Server) -> String {
+    let printed = server.stderr().matches("live:").count();
+    signal(server.pid(), "USR1");
+    let stderr = server.wait_for_stderr(WAIT, "a live line", |s| s.matches("live:").count() > printed);
+    stderr.lines().rfind(|line| line.starts_with("live: worker 0 ")).expect("checked").to_owned()
+}
+
+#[test]
+fn usr1_in_a_workers_first_second_names_that_worker_and_never_another() {
+    let (server, first) = one_worker(&[]);
+    // Within its first second: its own pid (it publishes as it starts), or that it
+    // is starting; never "pid 0" and zeros.
+    let line = live_line_now(&server);
+    let own = format!("live: worker 0 pid {} cpu {}: ", first.pid, first.cpu);
+    let starting = format!("live: worker 0 cpu {}: starting", first.cpu);
+    assert!(line.starts_with(&own) || line == starting, "{line:?}");
+    // A worker killed and restarted: the new one's figures, never the dead one's.
+    signal(first.pid, "KILL");
+    let stderr = server.wait_for_stderr(WAIT, "a restarted worker", |s| worker_lines(s).len() == 2);
+    let second = worker_lines(&stderr)[1];
+    let line = live_line_now(&server);
+    let own = format!("live: worker 0 pid {} cpu {}: ", second.pid, second.cpu);
+    assert!(line.starts_with(&own) || line == starting, "{line:?}");
+}
+
 /// A parent that ignores SIGCHLD and execs percore, as Python's
 /// `signal.signal(SIGCHLD, SIG_IGN)` then `os.execv` does: the ignored disposition
 /// is inherited.

@@ -34,6 +34,10 @@ pub(crate) fn event(event: &Event<'_>) {
         Event::Live(workers) => {
             for worker in *workers {
                 let live = worker.live;
+                if live.pid == 0 {
+                    say(format_args!("live: worker {} cpu {}: starting", worker.index, worker.cpu));
+                    continue;
+                }
                 say(format_args!(
                     "live: worker {} pid {} cpu {}: {} connections, {} open, {} failed, {} requests, {} refused",
                     worker.index,

@@ -78,6 +78,8 @@ fn serve<S: Service>(
     let publish_timer = TimerFd::every(PUBLISH_EVERY).map_err(WorkerError::Loop)?;
     reactor.watch(&signals).map_err(WorkerError::Loop)?;
     reactor.watch(&publish_timer).map_err(WorkerError::Loop)?;
+    // Its pid and zeros at once, so a SIGUSR1 in its first second reports it.
+    job.shared.publish(job.index, reactor.stats(), reactor.protocol().counts());
     let mut retired = false;
     while reactor.run().map_err(WorkerError::Loop)? == Returned::Control {
         if publish_timer.read().map_err(WorkerError::Loop)? > 0 && !retired {

@@ -72,6 +72,15 @@ impl SharedLive {
         store(REFUSED, counts.refused);
     }
 
+    /// Clears worker `index`'s figures, before a new worker takes the index: until
+    /// it publishes its own, its figures are none (pid 0), not its predecessor's.
+    pub(crate) fn clear(&self, index: usize) {
+        let Some(counters) = self.counters.sets().get(index) else { return };
+        for counter in counters.iter() {
+            counter.store(0, Ordering::Relaxed);
+        }
+    }
+
     /// Worker `index`'s figures, as last published.
     pub(crate) fn read(&self, index: usize) -> Live {
         let Some(counters) = self.counters.sets().get(index) else { return Live::default() };

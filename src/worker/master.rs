@@ -180,6 +180,7 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
 
     /// Forks worker `index` of the current generation; says which side returns.
     fn start(&mut self, index: usize) -> std::io::Result<Role> {
+        self.live.shared().clear(index);
         let (worker, cpu) = (&mut self.workers[index], self.options.cpus[index]);
         worker.restart_at = None;
         match sys::fork()? {
