@@ -106,7 +106,11 @@ def main():
         return loaders_main(sys.argv[2:])
     if sys.argv[1:2] == ['compare']:
         return compare_main(sys.argv[2:])
-    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap = argparse.ArgumentParser(
+        usage='e2e.py [loaders | compare] [options]', description=__doc__.split('\n\n')[0],
+        epilog='Two other modes, each with its --help: `e2e.py loaders` runs the load generators side by '
+               'side against one server; `e2e.py compare` runs the servers through percore bench compare. '
+               'The module docstring (head -70 benches/e2e.py) has the shapes, servers and examples.')
     ap.add_argument('--rounds', type=int, default=5)
     ap.add_argument('--duration', type=int, default=5, help='seconds per load (default 5)')
     ap.add_argument('--shapes', default=','.join(DEFAULT_SHAPES),

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 use util::{
-    children_of, cpu_ticks, is_running, percore_bin, run_capturing_within, signal, try_signal, wait_until,
-    Finished, Running, Server, TempFile, WAIT,
+    children_of, cpu_ticks, is_running, percore_bin, run_capturing, run_capturing_within, signal, try_signal,
+    wait_until, Finished, Running, Server, TempFile, WAIT,
 };
 
 /// Bound on a whole comparison: the runs here take a few seconds, one that waits
@@ -453,4 +453,34 @@ fn a_server_killed_mid_load_and_not_yet_reaped_is_gone() {
     }
     // Its server died during the first round's load: that round is not complete.
     assert_eq!(report["rounds"].as_array().map(Vec::len), Some(0), "{report:#}");
+}
+
+#[test]
+fn help_says_what_plot_draws_for_a_compare_and_for_a_run() {
+    let help = |args: &[&str]| {
+        let run = run_capturing(&percore_bin(), args);
+        assert!(run.status.success(), "{run:?}");
+        run.stdout.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    let plot = |text: &str| {
+        let at = text.find("--plot").unwrap_or_else(|| panic!("no --plot in:\n{text}"));
+        text[at..].split(" --").next().unwrap().to_string()
+    };
+    // One flag, one text: it names what each command draws.
+    for args in [&["bench", "compare", "--help"][..], &["bench", "--help"]] {
+        let text = plot(&help(args));
+        assert!(text.contains("for a compare, each target's server CPU per response"), "{args:?}: {text}");
+        assert!(text.contains("round by round"), "{args:?}: {text}");
+        assert!(text.contains("for a run or a merge, the latency by percentile"), "{args:?}: {text}");
+    }
+}
+
+#[test]
+fn e2e_help_names_its_other_modes() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../benches/e2e.py");
+    let run = run_capturing(std::path::Path::new("python3"), &[script, "--help"]);
+    assert!(run.status.success(), "{run:?}");
+    let text = run.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(text.contains("usage: e2e.py [loaders | compare]"), "{text}");
+    assert!(text.contains("`e2e.py loaders`") && text.contains("`e2e.py compare`"), "{text}");
 }

@@ -197,7 +197,10 @@ pub struct ReportArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// Draw the latency by percentile and the requests per second over time, as SVG.
+    /// Draw the report as SVG: for a run or a merge, the latency by percentile and
+    /// the responses per second over time; for a compare, each target's server CPU
+    /// per response (responses per second when a target's CPU is unknown) round by
+    /// round.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
 
