@@ -533,6 +533,29 @@ fn cpu_outside_the_allowed_ones_is_a_usage_error() {
 }
 
 #[test]
+fn a_worker_count_below_one_is_named_out_of_range() {
+    for count in ["-1", "0"] {
+        let (status, stderr) = run_expecting_exit(&percore_bin(), &serve_args(&["--workers", count]));
+        assert_eq!(status.code(), Some(2), "stderr:\n{stderr}");
+        assert!(stderr.contains(&format!("{count} is not in 1..")), "--workers {count}:\n{stderr}");
+    }
+}
+
+#[test]
+fn a_body_file_that_cannot_be_read_exits_1_in_serve_and_in_bench() {
+    let missing = "/nonexistent/percore-test-body";
+    let runs = [
+        serve_args(&["--body-file", missing]),
+        vec!["bench", "-n", "1", "--body-file", missing, "http://127.0.0.1:9/"],
+    ];
+    for args in runs {
+        let (status, stderr) = run_expecting_exit(&percore_bin(), &args);
+        assert_eq!(status.code(), Some(1), "{args:?}:\n{stderr}");
+        assert!(stderr.contains(&format!("cannot read --body-file {missing}")), "{args:?}:\n{stderr}");
+    }
+}
+
+#[test]
 fn malformed_cpu_list_is_a_usage_error() {
     let (status, stderr) = run_expecting_exit(&percore_bin(), &serve_args(&["--cpus", "x"]));
     assert_eq!(status.code(), Some(2), "stderr:\n{stderr}");

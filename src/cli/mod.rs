@@ -16,7 +16,7 @@ use clap::Parser;
 
 use crate::listen::{Address, ListenOptions, Opening};
 use crate::reactor::{Config, Protocol};
-use clap::builder::{PossibleValue, RangedU64ValueParser};
+use clap::builder::{PossibleValue, RangedI64ValueParser};
 
 use crate::worker::{self, Options, Outcome, Pinning, PortSharing, Scheduling, Service, Steering};
 pub use duration::{parse_duration, parse_timeout};
@@ -51,7 +51,9 @@ pub struct ServerArgs {
 
     /// Number of workers, on the first CPUs of the set, wrapping round when more
     /// than CPUs [default: one per CPU].
-    #[arg(long, value_name = "N", value_parser = RangedU64ValueParser::<usize>::new().range(1..))]
+    // Negative numbers reach the parser, which says what is wrong with them, rather
+    // than clap's "unexpected argument '-1'".
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = RangedI64ValueParser::<usize>::new().range(1..))]
     pub workers: Option<usize>,
 
     /// Do not pin workers to their CPUs.

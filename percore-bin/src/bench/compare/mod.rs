@@ -111,7 +111,7 @@ fn targets(args: &CompareArgs) -> Result<(Vec<Compared>, Vec<Server>), String> {
         }
         let url = url.ok_or_else(|| format!("target {name} has no URL"))?;
         let target = Target::parse(&url).map_err(|e| format!("{name}: {e}"))?;
-        let options = super::options(&args.load, target, None);
+        let options = super::options(&args.load, target, None)?;
         targets.push(Compared {
             name: name.to_string(),
             options,
