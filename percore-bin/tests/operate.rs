@@ -158,7 +158,7 @@ fn usr1_shows_each_workers_figures_and_a_retired_worker_leaves_its_place_to_the_
         assert_eq!(client.get("/").status_line, OK);
     }
     let figures =
-        format!("pid {} cpu {}: 1 connections, 1 open, 0 failed, 3 requests, 0 refused", old.pid, old.cpu);
+        format!("pid {} {}: 1 connections, 1 open, 0 failed, 3 requests, 0 refused", old.pid, old.place());
     live_line_when(&server, &figures, |line| line.ends_with(&figures));
     // Half a request keeps the old worker draining once it retires.
     client.send(b"GET / HTTP/1.1\r\nHost: a\r\n");
@@ -193,15 +193,15 @@ fn usr1_in_a_workers_first_second_names_that_worker_and_never_another() {
     // Within its first second: its own pid (it publishes as it starts), or that it
     // is starting; never "pid 0" and zeros.
     let line = live_line_now(&server);
-    let own = format!("live: worker 0 pid {} cpu {}: ", first.pid, first.cpu);
-    let starting = format!("live: worker 0 cpu {}: starting", first.cpu);
+    let own = format!("live: worker 0 pid {} {}: ", first.pid, first.place());
+    let starting = format!("live: worker 0 {}: starting", first.place());
     assert!(line.starts_with(&own) || line == starting, "{line:?}");
     // A worker killed and restarted: the new one's figures, never the dead one's.
     signal(first.pid, "KILL");
     let stderr = server.wait_for_stderr(WAIT, "a restarted worker", |s| worker_lines(s).len() == 2);
     let second = worker_lines(&stderr)[1];
     let line = live_line_now(&server);
-    let own = format!("live: worker 0 pid {} cpu {}: ", second.pid, second.cpu);
+    let own = format!("live: worker 0 pid {} {}: ", second.pid, second.place());
     assert!(line.starts_with(&own) || line == starting, "{line:?}");
 }
 

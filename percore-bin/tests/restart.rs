@@ -406,7 +406,7 @@ fn steering_by_cpu_hands_every_connection_to_the_receiving_cpus_worker() {
     signal(server.pid(), "TERM");
     server.wait_exit(WAIT);
     let stopped = stopped_lines(&server.wait_stderr_closed(WAIT));
-    let on = |cpu: usize| stopped.iter().find(|s| s.worker.cpu == cpu).map_or(0, |s| s.connections);
+    let on = |cpu: usize| stopped.iter().find(|s| s.worker.cpu == Some(cpu)).map_or(0, |s| s.connections);
     assert!(on(cpus[1]) >= 200, "connections on the client's CPU's worker: {stopped:?}");
     assert_eq!(on(cpus[0]), 0, "connections on the other worker: {stopped:?}");
 }

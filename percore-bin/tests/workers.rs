@@ -100,7 +100,7 @@ fn accepted_client(server: &Server) -> Client {
 /// Waits (bounded) for `worker` to have pinned itself to its CPU: the start
 /// line is printed by the master right after fork, before the worker pins.
 fn assert_pinned(worker: &WorkerLine) {
-    let want = worker.cpu.to_string();
+    let want = worker.cpu.expect("a pinned worker").to_string();
     let mut got = None;
     let pinned = wait_until(WAIT, || {
         got = cpus_allowed(worker.pid);
@@ -143,7 +143,7 @@ fn two_workers_pinned_share_connections_and_stop_gracefully() {
     let mut sorted = pids.clone();
     sorted.sort_unstable();
     assert_eq!(children_of(server.pid()), sorted, "the master's children are not the two workers");
-    let cpus: BTreeSet<usize> = workers.iter().map(|w| w.cpu).collect();
+    let cpus: BTreeSet<usize> = workers.iter().filter_map(|w| w.cpu).collect();
     assert_eq!(cpus, BTreeSet::from(pair), "{workers:?}");
     workers.iter().for_each(assert_pinned);
 
@@ -172,7 +172,7 @@ fn two_workers_pinned_share_connections_and_stop_gracefully() {
 fn taskset_mask_gives_one_worker_on_that_cpu() {
     let server = Percore::start_via(&["taskset", "-c", "1"], &[]);
     let workers = server.workers(1);
-    assert_eq!(workers[0].cpu, 1, "{workers:?}");
+    assert_eq!(workers[0].cpu, Some(1), "{workers:?}");
     assert_eq!(children_of(server.pid()), vec![workers[0].pid]);
     assert_pinned(&workers[0]);
     get_on_fresh_connection(&server);
@@ -185,6 +185,8 @@ fn no_pin_leaves_a_worker_on_every_cpu_the_master_may_use() {
     let cpu = allowed.last().expect("no allowed CPU").to_string();
     let server = Percore::start(&["--workers", "1", "--cpus", &cpu, "--no-pin"]);
     let worker = server.workers(1)[0];
+    // Its line names no CPU: it has none of its own.
+    assert_eq!(worker.cpu, None, "{worker:?}: its line says it runs on one CPU");
     // Serving, the worker is past the point where it would have pinned itself.
     get_on_fresh_connection(&server);
     let master = cpus_allowed(server.pid()).expect("the master's CPUs");
@@ -225,7 +227,7 @@ fn killed_worker_is_restarted_on_its_cpu() {
         worker_lines(s).iter().any(|w| w.index == victim.index && w.pid != victim.pid)
     });
     let notice =
-        format!("worker {} cpu {} was killed by signal 9; restarting in 100 ms", victim.index, victim.cpu);
+        format!("worker {} {} was killed by signal 9; restarting in 100 ms", victim.index, victim.place());
     assert!(stderr.lines().any(|l| l == notice), "no {notice:?} line; stderr:\n{stderr}");
     let restarted = *worker_lines(&stderr).last().unwrap();
     assert_eq!((restarted.index, restarted.cpu), (victim.index, victim.cpu), "stderr:\n{stderr}");

@@ -368,7 +368,7 @@ fn usage_error(message: String) -> ! {
 /// }
 /// ```
 pub fn serve<S: Service>(options: &Options, service: S) -> ExitCode {
-    match worker::run(options, service, |event| print::event(&event)) {
+    match worker::run(options, service, |event| print::event(&event, options.pinning)) {
         Ok(outcome) => outcome.exit_code(),
         Err(error) => {
             say(format_args!("{}: {}", program_name(), with_flags(&error)));

@@ -3,7 +3,7 @@
 use std::fmt::{Arguments, Write as _};
 use std::io::Write;
 
-use crate::worker::{Event, Outcome, WorkerLive};
+use crate::worker::{Event, Outcome, Pinning, WorkerLive};
 
 /// Writes one line to stderr in a single `write`: the master and its workers share
 /// the descriptor, and `eprintln!` writes a line in pieces that can interleave.
@@ -12,14 +12,33 @@ pub fn say(line: Arguments<'_>) {
     let _ = std::io::stderr().write_all(line.as_bytes());
 }
 
-/// Prints `event` as one line (SIGUSR1's live figures: one per worker).
-pub(crate) fn event(event: &Event<'_>) {
+/// Where a worker runs, as its lines say it: `cpu 3`, or `unpinned` (anywhere the
+/// master's CPU mask allows) with `--no-pin`.
+struct Place(usize, Pinning);
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.1 {
+            Pinning::Pinned => write!(f, "cpu {}", self.0),
+            Pinning::Unpinned => f.write_str("unpinned"),
+        }
+    }
+}
+
+/// Prints `event` as one line (SIGUSR1's live figures: one per worker), each
+/// worker's place as `pinning` says.
+pub(crate) fn event(event: &Event<'_>, pinning: Pinning) {
+    let place = |cpu: usize| Place(cpu, pinning);
     match event {
         Event::Listening(addr) => say(format_args!("listening on {addr}")),
-        Event::Started { index, pid, cpu, .. } => say(format_args!("worker {index} pid {pid} cpu {cpu}")),
-        Event::Died { index, cpu, exit, restart_in } => {
-            say(format_args!("worker {index} cpu {cpu} {exit}; restarting in {} ms", restart_in.as_millis()))
+        Event::Started { index, pid, cpu, .. } => {
+            say(format_args!("worker {index} pid {pid} {}", place(*cpu)))
         }
+        Event::Died { index, cpu, exit, restart_in } => say(format_args!(
+            "worker {index} {} {exit}; restarting in {} ms",
+            place(*cpu),
+            restart_in.as_millis()
+        )),
         Event::RestartFailed { index, error, retry_in } => say(format_args!(
             "percore: cannot restart worker {index}: {error}; trying again in {} ms",
             retry_in.as_millis()
@@ -35,14 +54,14 @@ pub(crate) fn event(event: &Event<'_>) {
             for worker in *workers {
                 let live = worker.live;
                 if live.pid == 0 {
-                    say(format_args!("live: worker {} cpu {}: starting", worker.index, worker.cpu));
+                    say(format_args!("live: worker {} {}: starting", worker.index, place(worker.cpu)));
                     continue;
                 }
                 say(format_args!(
-                    "live: worker {} pid {} cpu {}: {} connections, {} open, {} failed, {} requests, {} refused",
+                    "live: worker {} pid {} {}: {} connections, {} open, {} failed, {} requests, {} refused",
                     worker.index,
                     live.pid,
-                    worker.cpu,
+                    place(worker.cpu),
                     live.accepted,
                     live.open,
                     live.failed,
@@ -51,16 +70,17 @@ pub(crate) fn event(event: &Event<'_>) {
                 ));
             }
         }
-        Event::Stats(workers) => say(format_args!("stats: {}", stats_line(workers))),
+        Event::Stats(workers) => say(format_args!("stats: {}", stats_line(workers, pinning))),
         Event::Stopping(stopped @ (Outcome::GaveUp { .. } | Outcome::Unclean { .. })) => {
             say(format_args!("percore: {stopped}"))
         }
         Event::Stopping(_) => {}
         Event::Failed { index, cpu, error } => {
-            say(format_args!("percore: worker {index} (cpu {cpu}): {error}"))
+            say(format_args!("percore: worker {index} ({}): {error}", place(*cpu)))
         }
         Event::Stopped { index, pid, cpu, stats, counts, retired } => say(format_args!(
-            "worker {index} pid {pid} cpu {cpu} {}: {} connections, {} failed, {} requests, {} refused",
+            "worker {index} pid {pid} {} {}: {} connections, {} failed, {} requests, {} refused",
+            place(*cpu),
             if *retired { "retired" } else { "stopped" },
             stats.accepted,
             stats.failed,
@@ -71,15 +91,17 @@ pub(crate) fn event(event: &Event<'_>) {
 }
 
 /// `worker 0 cpu 0: 71234 req/s, 100 open | worker 1 cpu 1: ...`
-fn stats_line(workers: &[WorkerLive]) -> String {
+fn stats_line(workers: &[WorkerLive], pinning: Pinning) -> String {
     let mut line = String::new();
     for worker in workers {
         let separator = if line.is_empty() { "" } else { " | " };
         let rate = worker.per_second.unwrap_or(0.0);
         let _ = write!(
             line,
-            "{separator}worker {} cpu {}: {rate:.0} req/s, {} open",
-            worker.index, worker.cpu, worker.live.open
+            "{separator}worker {} {}: {rate:.0} req/s, {} open",
+            worker.index,
+            Place(worker.cpu, pinning),
+            worker.live.open
         );
     }
     line
@@ -98,8 +120,13 @@ mod tests {
             WorkerLive { index: 1, cpu: 3, live: live(0), per_second: None },
         ];
         assert_eq!(
-            stats_line(&workers),
+            stats_line(&workers, Pinning::Pinned),
             "worker 0 cpu 2: 71234 req/s, 100 open | worker 1 cpu 3: 0 req/s, 0 open"
+        );
+        // Unpinned, a worker has no CPU of its own to name.
+        assert_eq!(
+            stats_line(&workers, Pinning::Unpinned),
+            "worker 0 unpinned: 71234 req/s, 100 open | worker 1 unpinned: 0 req/s, 0 open"
         );
     }
 }

@@ -230,16 +230,33 @@ impl Drop for Resume {
 pub struct WorkerLine {
     pub index: usize,
     pub pid: u32,
-    pub cpu: usize,
+    /// Its CPU; `None` for a worker the line says is unpinned (`--no-pin`).
+    pub cpu: Option<usize>,
 }
 
-/// Parses the `worker I pid P cpu C` prefix of `line`, returning the rest.
+impl WorkerLine {
+    /// Where the worker runs, as its lines say it: `cpu 3`, or `unpinned`.
+    pub fn place(&self) -> String {
+        self.cpu.map_or("unpinned".to_string(), |cpu| format!("cpu {cpu}"))
+    }
+}
+
+/// Parses the `worker I pid P cpu C` (or `worker I pid P unpinned`) prefix of
+/// `line`, returning the rest.
 fn parse_worker_prefix(line: &str) -> Option<(WorkerLine, &str)> {
     let rest = line.strip_prefix("worker ")?;
     let (index, rest) = rest.split_once(" pid ")?;
-    let (pid, rest) = rest.split_once(" cpu ")?;
-    let (cpu, rest) = rest.split_once(' ').unwrap_or((rest, ""));
-    let worker = WorkerLine { index: index.parse().ok()?, pid: pid.parse().ok()?, cpu: cpu.parse().ok()? };
+    let (pid, rest) = rest.split_once(' ')?;
+    let (cpu, rest) = match rest.strip_prefix("unpinned") {
+        Some(rest) => (None, rest),
+        None => {
+            let rest = rest.strip_prefix("cpu ")?;
+            let (cpu, rest) = rest.split_once(' ').map_or((rest, ""), |(cpu, rest)| (cpu, rest));
+            (Some(cpu.parse().ok()?), rest)
+        }
+    };
+    let rest = rest.strip_prefix(' ').unwrap_or(rest);
+    let worker = WorkerLine { index: index.parse().ok()?, pid: pid.parse().ok()?, cpu };
     Some((worker, rest))
 }
 
