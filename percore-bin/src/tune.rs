@@ -234,8 +234,8 @@ fn compare_all(sysctls: &Sysctls) -> Vec<Below> {
     below
 }
 
-/// The open-file limit's row; whether it is below the recommendation.
-fn compare_open_files() -> Result<bool, String> {
+/// The open-file limit's row; the recommended limit when the live one is below it.
+fn compare_open_files() -> Result<Option<u64>, String> {
     let ulimit = recommended_open_files()?;
     let files = live_open_files();
     let files_finding = match files {
@@ -245,20 +245,28 @@ fn compare_open_files() -> Result<bool, String> {
     };
     let live_files = files.map_or("(unreadable)".to_string(), |n| n.to_string());
     print_row("ulimit -n (open files)", &live_files, &ulimit.to_string(), files_finding.word());
-    Ok(files_finding == Finding::Below)
+    Ok((files_finding == Finding::Below).then_some(ulimit))
 }
 
-/// The line that says how to raise the open-file limit, which no sysctl sets.
-fn print_ulimit_advice() -> Result<(), String> {
-    let ulimit = recommended_open_files()?;
-    println!("and, in the shell that starts the server and the load (not a sysctl): ulimit -n {ulimit}");
-    Ok(())
-}
-
-fn report(sysctls: &Sysctls) -> Result<ExitCode, String> {
+/// Prints every row, then a blank line; returns the settings below, and the
+/// recommended open-file limit when the live one is below it.
+fn compare_everything(sysctls: &Sysctls) -> Result<(Vec<Below>, Option<u64>), String> {
     let below = compare_all(sysctls);
     let files_below = compare_open_files()?;
     println!();
+    Ok((below, files_below))
+}
+
+/// The line that says how to raise the open-file limit (no sysctl sets it), if it
+/// is below `ulimit`.
+fn print_ulimit_advice(files_below: Option<u64>) {
+    if let Some(ulimit) = files_below {
+        println!("and, in the shell that starts the server and the load (not a sysctl): ulimit -n {ulimit}");
+    }
+}
+
+fn report(sysctls: &Sysctls) -> Result<ExitCode, String> {
+    let (below, files_below) = compare_everything(sysctls)?;
     if below.is_empty() {
         println!("no kernel setting is below sysctl.conf's");
     } else {
@@ -268,10 +276,8 @@ fn report(sysctls: &Sysctls) -> Result<ExitCode, String> {
         println!("changed are saved to a file to restore them from):");
         println!("  percore tune --apply");
     }
-    if files_below {
-        print_ulimit_advice()?;
-    }
-    let any_below = !below.is_empty() || files_below;
+    print_ulimit_advice(files_below);
+    let any_below = !below.is_empty() || files_below.is_some();
     Ok(if any_below { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
@@ -280,9 +286,7 @@ fn report(sysctls: &Sysctls) -> Result<ExitCode, String> {
 /// keeps the value saved there: it is the one from before the first `--apply`. A
 /// `save` named is written even when nothing changes, for a `--restore` to find.
 fn apply(sysctls: &Sysctls, save: Option<PathBuf>) -> Result<ExitCode, String> {
-    let below = compare_all(sysctls);
-    let files_below = compare_open_files()?;
-    println!();
+    let (below, files_below) = compare_everything(sysctls)?;
     if below.is_empty() {
         println!("no kernel setting is below sysctl.conf's: nothing changed");
     }
@@ -303,9 +307,7 @@ fn apply(sysctls: &Sysctls, save: Option<PathBuf>) -> Result<ExitCode, String> {
         println!("saved the values it changed to {}; put them back with:", file.display());
         println!("  percore tune --restore {}", file.display());
     }
-    if files_below {
-        print_ulimit_advice()?;
-    }
+    print_ulimit_advice(files_below);
     Ok(ExitCode::SUCCESS)
 }
 

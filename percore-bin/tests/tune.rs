@@ -15,39 +15,28 @@ use util::{percore_bin, run_capturing, tool_available, Finished};
 struct FakeProcSys(PathBuf);
 
 /// Each setting of sysctl.conf with the value the fake starts from, as /proc/sys
-/// shows it, and whether that is below the recommendation: in each order (higher,
-/// lower, ranked), one below and one better, and a multi-field one better in one field
-/// and below in another.
-const START: &[(&str, &str, bool)] = &[
-    ("net.core.somaxconn", "4096", true),
-    ("net.ipv4.tcp_max_syn_backlog", "131072", false),
+/// shows it, and for one below the recommendation, what `--apply` sets it to (the
+/// recommendation, or, in a field where the live value is better, that field kept):
+/// in each order (higher, lower, ranked), one below and one better, and a
+/// multi-field one better in one field and below in another.
+const START: &[(&str, &str, Option<&str>)] = &[
+    ("net.core.somaxconn", "4096", Some("65535")),
+    ("net.ipv4.tcp_max_syn_backlog", "131072", None),
     // lower, higher: below in the first field.
-    ("net.ipv4.ip_local_port_range", "32768\t65535", true),
+    ("net.ipv4.ip_local_port_range", "32768\t65535", Some("1024\t65535")),
     // 2 is loopback only: narrower than 1, though the larger number.
-    ("net.ipv4.tcp_tw_reuse", "2", true),
+    ("net.ipv4.tcp_tw_reuse", "2", Some("1")),
     // Lower is better: 5 is kept.
-    ("net.ipv4.tcp_fin_timeout", "5", false),
-    ("net.core.netdev_max_backlog", "1000", true),
-    ("net.core.rmem_max", "33554432", false),
-    ("net.core.wmem_max", "4194304", true),
+    ("net.ipv4.tcp_fin_timeout", "5", None),
+    ("net.core.netdev_max_backlog", "1000", Some("65535")),
+    ("net.core.rmem_max", "33554432", None),
+    ("net.core.wmem_max", "4194304", Some("16777216")),
     // Better in the middle field, equal in the others.
-    ("net.ipv4.tcp_rmem", "4096\t131072\t16777216", false),
+    ("net.ipv4.tcp_rmem", "4096\t131072\t16777216", None),
     // Better in the last field, below in the middle one: the last is kept.
-    ("net.ipv4.tcp_wmem", "4096\t16384\t33554432", true),
-    ("fs.file-max", "9223372036854775807", false),
-    ("fs.nr_open", "1048576", true),
-];
-
-/// What `--apply` sets each setting below to: the recommendation, or where the live
-/// value is better in a field, that field kept.
-const RAISED: &[(&str, &str)] = &[
-    ("net.core.somaxconn", "65535"),
-    ("net.ipv4.ip_local_port_range", "1024\t65535"),
-    ("net.ipv4.tcp_tw_reuse", "1"),
-    ("net.core.netdev_max_backlog", "65535"),
-    ("net.core.wmem_max", "16777216"),
-    ("net.ipv4.tcp_wmem", "4096\t65536\t33554432"),
-    ("fs.nr_open", "2097152"),
+    ("net.ipv4.tcp_wmem", "4096\t16384\t33554432", Some("4096\t65536\t33554432")),
+    ("fs.file-max", "9223372036854775807", None),
+    ("fs.nr_open", "1048576", Some("2097152")),
 ];
 
 impl FakeProcSys {
@@ -126,12 +115,13 @@ fn the_report_names_each_setting_and_recommends_raising_only_those_below() {
     let before = fake.values();
     let run = fake.tune(&[]);
     assert_eq!(run.status.code(), Some(1), "settings are below, so it exits 1:\n{}", run.stdout);
-    for (name, _, below) in START {
+    for (name, _, raised) in START {
         let word = finding(&run.stdout, name);
-        assert_eq!(word == "below", *below, "{name}: {word}:\n{}", run.stdout);
+        assert_eq!(word == "below", raised.is_some(), "{name}: {word}:\n{}", run.stdout);
     }
     let listed = run.stdout.lines().find_map(|line| line.strip_prefix("below: ")).expect("a below: line");
-    let expected: Vec<&str> = START.iter().filter(|(_, _, below)| *below).map(|(name, _, _)| *name).collect();
+    let expected: Vec<&str> =
+        START.iter().filter(|(_, _, raised)| raised.is_some()).map(|(name, _, _)| *name).collect();
     assert_eq!(listed.split_whitespace().collect::<Vec<_>>(), expected, "{}", run.stdout);
     assert!(run.stdout.contains("percore tune --apply"), "{}", run.stdout);
     assert!(run.stdout.contains("ulimit -n"), "no ulimit -n row:\n{}", run.stdout);
@@ -146,8 +136,7 @@ fn apply_raises_only_what_is_below_and_restore_puts_back_exactly_what_it_changed
     let saved_arg = saved.to_str().unwrap();
     let run = fake.tune(&["--apply", "--save", saved_arg]);
     assert_eq!(run.status.code(), Some(0), "{run:?}");
-    for (name, start, _) in START {
-        let raised = RAISED.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
+    for (name, start, raised) in START {
         let now = std::fs::read_to_string(fake.path(name)).unwrap();
         assert_eq!(now, format!("{}\n", raised.unwrap_or(start)), "{name} after --apply:\n{}", run.stdout);
     }
@@ -158,7 +147,7 @@ fn apply_raises_only_what_is_below_and_restore_puts_back_exactly_what_it_changed
     let lines: Vec<&str> = text.lines().filter(|line| !line.starts_with('#')).collect();
     let expected: Vec<String> = START
         .iter()
-        .filter(|(_, _, below)| *below)
+        .filter(|(_, _, raised)| raised.is_some())
         .map(|(name, start, _)| format!("{name} = {}", start.replace('\t', " ")))
         .collect();
     assert_eq!(lines, expected, "{text}");
