@@ -17,8 +17,9 @@ use std::thread;
 use std::time::Duration;
 
 use util::{
-    assert_same, children_of, connect, connect_with, difference, pattern, request, signal, tcp_queues,
-    tcp_queues_of, vm_kib, wait_until, worker_lines, Client, Method, Response, Server, TempFile, OK, WAIT,
+    assert_same, beyond_socket_buffers, children_of, connect, connect_with, difference, pattern, request,
+    signal, tcp_queues, tcp_queues_of, vm_kib, wait_until, worker_lines, Client, Method, Response, Server,
+    TempFile, OK, WAIT,
 };
 
 const MIB: usize = 1024 * 1024;
@@ -31,15 +32,6 @@ fn one_worker(extra: &[&str]) -> (Server, u32) {
     let stderr = server.wait_for_stderr(WAIT, "a worker line", |s| !worker_lines(s).is_empty());
     let worker = worker_lines(&stderr)[0].pid;
     (server, worker)
-}
-
-/// A body size the sockets cannot take whole, so that the worker's sends stop
-/// part-way and resume: at least `min`, and more than twice the largest send buffer
-/// the kernel gives a TCP socket (the maximum of net.ipv4.tcp_wmem, 4 MiB by default).
-fn beyond_socket_buffers(min: usize) -> usize {
-    let wmem = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_wmem").expect("reading tcp_wmem");
-    let max: usize = wmem.split_whitespace().nth(2).and_then(|max| max.parse().ok()).expect("tcp_wmem's max");
-    min.max(2 * max + MIB)
 }
 
 /// Sends a GET and reads the head of its answer, a byte at a time so that no byte of

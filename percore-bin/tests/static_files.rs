@@ -18,25 +18,13 @@ use std::time::Duration;
 
 use socket2::{Domain, Socket, Type};
 use util::{
-    connect, date_of, run_capturing_within, run_wrk, tool_available, Client, Method, Response, Server,
-    IO_TIMEOUT, OK, WAIT,
+    beyond_socket_buffers, connect, date_of, run_capturing_within, run_wrk, tool_available, Client, Method,
+    Response, Server, IO_TIMEOUT, OK, WAIT,
 };
 
 /// The receive buffer of a client that reads slowly, so that what it has not read
 /// yet stays in the server's file rather than in flight in kernel buffers.
 const SMALL_RCVBUF: usize = 64 * 1024;
-
-/// A length that is more than a connection can hold in flight (the server's send
-/// buffer, which the kernel may grow to the third field of `tcp_wmem`, and the
-/// client's small receive buffer), so that a file this long is still being read
-/// from disk by the server while the client has read only part of it.
-fn beyond_in_flight() -> usize {
-    let wmem = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_wmem")
-        .ok()
-        .and_then(|text| text.split_whitespace().nth(2)?.parse::<usize>().ok())
-        .unwrap_or(4 * 1024 * 1024);
-    (2 * wmem).max(16 * 1024 * 1024)
-}
 
 /// A directory of its own under the temporary directory: `root/`, which the server
 /// serves, and beside it what must never be served. Removed on drop, also when the
@@ -371,7 +359,7 @@ fn keep_alive_and_close_follow_the_request() {
 fn a_file_renamed_over_while_it_is_sent_arrives_whole_as_it_was_opened() {
     let site = Site::new("rename");
     // Halfway through, more is left than can be in flight.
-    let len = 2 * beyond_in_flight();
+    let len = 2 * beyond_socket_buffers(16 * 1024 * 1024);
     let old = pattern(len, 1);
     let new = pattern(1024 * 1024 + 3, 2);
     let path = site.write("file.bin", &old);
@@ -400,7 +388,7 @@ fn a_file_renamed_over_while_it_is_sent_arrives_whole_as_it_was_opened() {
 #[test]
 fn a_file_truncated_while_it_is_sent_ends_in_a_close_before_its_length() {
     let site = Site::new("truncate");
-    let len = beyond_in_flight();
+    let len = beyond_socket_buffers(16 * 1024 * 1024);
     let old = pattern(len, 3);
     let path = site.write("file.bin", &old);
     let server = site.serve();

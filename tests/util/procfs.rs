@@ -1,6 +1,6 @@
 //! What the tests learn about a process from /proc: its state and parent, its
-//! children, its CPU affinity, its memory and its pending signals; and what
-//! /proc/net/tcp says about a socket.
+//! children, its CPU affinity, its memory and its pending signals; what
+//! /proc/net/tcp says about a socket; and how much a TCP socket may buffer.
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -133,4 +133,15 @@ fn proc_net_tcp_address(addr: SocketAddr) -> String {
         IpAddr::V4(ip) => format!("{:08X}:{:04X}", u32::from_le_bytes(ip.octets()), addr.port()),
         IpAddr::V6(_) => panic!("tcp_queues reads IPv4 sockets only, not {addr}"),
     }
+}
+
+/// A body length the sockets cannot take whole, so that a server's sends stop
+/// part-way and the rest waits in the server until the client reads: at least `min`,
+/// and more than twice the largest send buffer the kernel grows a TCP socket's to
+/// (the third field of net.ipv4.tcp_wmem: 4 MiB by default, 16 MiB as sysctl.conf
+/// tunes it). A 1 MiB answer fits whole in a loopback socket's grown buffer.
+pub fn beyond_socket_buffers(min: usize) -> usize {
+    let wmem = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_wmem").expect("reading tcp_wmem");
+    let max: usize = wmem.split_whitespace().nth(2).and_then(|max| max.parse().ok()).expect("tcp_wmem's max");
+    min.max(2 * max + 1024 * 1024)
 }
