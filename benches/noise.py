@@ -31,11 +31,12 @@ def main():
         cmd = [PERCORE, 'bench', 'compare', '-t', '1', '--cpus', str(args.load_cpu), '-c', '100',
                '-d', f'{args.duration}s', '--rounds', str(args.rounds), '--server-cpus', str(args.server_cpu),
                '--serve', f'a={serve}', '--serve', f'b={serve}', '--json']
-        report = json.loads(subprocess.run(cmd, stdout=subprocess.PIPE, check=True, text=True).stdout)
-        lead = next(v for v in report['verdicts'] if v['figure'] == 'server_cpu_per_response')
+        # One point: one -c, one CPU set.
+        [point] = json.loads(subprocess.run(cmd, stdout=subprocess.PIPE, check=True, text=True).stdout)['points']
+        lead = next(v for v in point['verdicts'] if v['figure'] == 'server_cpu_per_response')
         claimed.append(lead['direction'] != 'same')
         print(f'comparison {repeat + 1}: {lead["words"]}', file=sys.stderr)
-        for round_ in report['rounds']:
+        for round_ in point['rounds']:
             a, b = sorted(round_['results'], key=lambda r: r['target'])
             pairs.append((b['responses_per_sec'] / a['responses_per_sec'],
                           b['server_cpu_us_per_response'] / a['server_cpu_us_per_response']))

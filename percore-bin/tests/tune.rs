@@ -9,7 +9,7 @@ mod util;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use util::{percore_bin, run_capturing, tool_available, Finished};
+use util::{euid, percore_bin, run_capturing, tool_available, Finished};
 
 /// A directory laid out as /proc/sys, removed on drop.
 struct FakeProcSys(PathBuf);
@@ -179,13 +179,6 @@ fn restore_takes_only_a_file_apply_wrote() {
     assert_eq!(run.status.code(), Some(1), "{run:?}");
     assert!(run.stderr.contains("was not written by percore tune --apply"), "{}", run.stderr);
     assert_eq!(fake.values(), before, "a setting changed");
-}
-
-/// The effective user id of this process, from /proc/self/status.
-fn euid() -> u32 {
-    let status = std::fs::read_to_string("/proc/self/status").expect("reading /proc/self/status");
-    let uids = status.lines().find_map(|line| line.strip_prefix("Uid:")).expect("a Uid: line");
-    uids.split_whitespace().nth(1).and_then(|id| id.parse().ok()).expect("an effective uid")
 }
 
 #[test]

@@ -50,8 +50,8 @@ pub use self::{
         worker_lines, Finished, Resume, Running, StoppedLine, Strace, TempFile, WorkerLine,
     },
     procfs::{
-        beyond_socket_buffers, children_of, cpu_ticks, cpus_allowed, is_running, proc_state, signal_pending,
-        stat_fields, tcp_queues, tcp_queues_of, thread_cpus_allowed, vm_kib, SIGTERM,
+        beyond_socket_buffers, children_of, cpu_ticks, cpus_allowed, euid, is_running, proc_state,
+        signal_pending, stat_fields, tcp_queues, tcp_queues_of, thread_cpus_allowed, vm_kib, SIGTERM,
     },
     program::test_or_serve,
     scripted::ScriptedServer,

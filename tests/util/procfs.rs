@@ -145,3 +145,10 @@ pub fn beyond_socket_buffers(min: usize) -> usize {
     let max: usize = wmem.split_whitespace().nth(2).and_then(|max| max.parse().ok()).expect("tcp_wmem's max");
     min.max(2 * max + 1024 * 1024)
 }
+
+/// This process's effective user id, from /proc/self/status.
+pub fn euid() -> u32 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("reading /proc/self/status");
+    let uids = status.lines().find_map(|line| line.strip_prefix("Uid:")).expect("a Uid: line");
+    uids.split_whitespace().nth(1).and_then(|id| id.parse().ok()).expect("an effective uid")
+}

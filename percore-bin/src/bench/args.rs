@@ -25,6 +25,10 @@ pub struct BenchArgs {
     #[arg(required = true, value_parser = target)]
     pub url: Option<Target>,
 
+    /// Connections open at once, over all threads.
+    #[arg(short = 'c', long, value_name = "N", default_value_t = 100, value_parser = connections)]
+    pub connections: u64,
+
     #[command(flatten)]
     pub load: LoadArgs,
 
@@ -42,14 +46,10 @@ pub struct BenchArgs {
     pub report: ReportArgs,
 }
 
-/// The load: connections, threads, how long, the request and its shape. A run's,
-/// and each of a comparison's.
+/// The load but its connections: threads, how long, the request and its shape. A
+/// run's, and each of a comparison's.
 #[derive(Debug, Args)]
 pub struct LoadArgs {
-    /// Connections open at once, over all threads.
-    #[arg(short = 'c', long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=MAX_CONNECTIONS))]
-    pub connections: u64,
-
     /// How long to run: 10s, 1m, 500ms, 1.5 (seconds) [default: 10s unless -n is given].
     #[arg(short = 'd', long, value_name = "DURATION", value_parser = run_time, conflicts_with = "requests")]
     pub duration: Option<Duration>,
@@ -136,6 +136,11 @@ pub struct CompareArgs {
     #[arg(value_name = "NAME=URL", value_parser = named)]
     pub targets: Vec<(String, String)>,
 
+    /// Connections open at once, over all threads; a list (30,100,1000,5000, or -c
+    /// given again) makes a grid whose every point is a comparison of its own.
+    #[arg(short = 'c', long, value_name = "N,...", default_value = "100", value_delimiter = ',', value_parser = connections)]
+    pub connections: Vec<u64>,
+
     #[command(flatten)]
     pub load: LoadArgs,
 
@@ -145,9 +150,10 @@ pub struct CompareArgs {
     pub pids: Vec<(String, String)>,
 
     /// NAME=COMMAND: starts a target's server with `sh -c`, pinned to --server-cpus,
-    /// {port} in it replaced by a free port (its URL, unless given, is then
-    /// http://127.0.0.1:PORT/); waited for until it accepts, its CPU read, and
-    /// stopped (TERM, then KILL after 5 s) at the end (repeatable).
+    /// {port} in it replaced by a free port and {host} by the address to listen on
+    /// (its URL, unless given, is then http://HOST:PORT/; HOST is 127.0.0.1, or the
+    /// namespace's address with --netns); waited for until it accepts, its CPU read,
+    /// and stopped (TERM, then KILL after 5 s) at the end (repeatable).
     #[arg(long = "serve", value_name = "NAME=COMMAND", value_parser = named)]
     pub serves: Vec<(String, String)>,
 
@@ -156,9 +162,20 @@ pub struct CompareArgs {
     #[arg(long = "prepare", value_name = "NAME=COMMAND", value_parser = named)]
     pub prepares: Vec<(String, String)>,
 
-    /// CPUs the servers that --serve starts run on, in taskset's syntax [default: any].
-    #[arg(long, value_name = "LIST")]
-    pub server_cpus: Option<CpuList>,
+    /// CPUs the servers that --serve starts run on, in taskset's syntax [default:
+    /// any]. Given again (--server-cpus 0 --server-cpus 0-1), each set is a row of the
+    /// grid: the servers are started anew on it, after the last set's are stopped;
+    /// every target must then be started by --serve.
+    #[arg(long, value_name = "LIST", value_parser = cpu_set)]
+    pub server_cpus: Vec<String>,
+
+    /// Start the servers in a network namespace of their own, joined to the load's
+    /// by a veth pair with link-local addresses (169.254.0.0/16), so that no result
+    /// rests on loopback's shortcuts; made at the start and removed at the end, also
+    /// after an error or Ctrl-C. Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) and
+    /// iproute2's ip; every target is then started by --serve, with {port} and no URL.
+    #[arg(long)]
+    pub netns: bool,
 
     /// Rounds: each loads every target once, in an order rotated from round to round.
     #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
@@ -172,9 +189,21 @@ pub struct CompareArgs {
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
 
-    /// Also write the comparison as a Markdown table, with its command line, to FILE.
+    /// Also write the comparison as Markdown, with its command line, to FILE: a
+    /// table of each point's medians and verdicts, and for a grid a table of
+    /// responses/s and one of p99 latency against the connections.
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
+
+    /// Draw responses per second against the connections as SVG, a line per target
+    /// (and server CPU set): the median of each point's rounds.
+    #[arg(long, value_name = "FILE.svg")]
+    pub rate_plot: Option<PathBuf>,
+
+    /// Draw the 99th percentile latency against the connections as SVG, a line per
+    /// target (and server CPU set): the median of each point's rounds.
+    #[arg(long, value_name = "FILE.svg")]
+    pub p99_plot: Option<PathBuf>,
 
     #[command(flatten)]
     pub report: ReportArgs,
@@ -200,7 +229,7 @@ pub struct ReportArgs {
     /// Draw the report as SVG: for a run or a merge, the latency by percentile and
     /// the responses per second over time; for a compare, each target's server CPU
     /// per response (responses per second when a target's CPU is unknown) round by
-    /// round.
+    /// round, for a comparison of one point (a grid's are --rate-plot and --p99-plot).
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
 
@@ -230,6 +259,21 @@ const MAX_RATE: f64 = 1e9;
 
 fn target(text: &str) -> Result<Target, String> {
     Target::parse(text)
+}
+
+/// `-c`: 1 to a million connections.
+fn connections(text: &str) -> Result<u64, String> {
+    text.parse()
+        .ok()
+        .filter(|n| (1..=MAX_CONNECTIONS).contains(n))
+        .ok_or_else(|| format!("{text:?} is not 1 to {MAX_CONNECTIONS} connections"))
+}
+
+/// `--server-cpus`: a CPU list in taskset's syntax, kept as written (it names the
+/// set in the report).
+fn cpu_set(text: &str) -> Result<String, String> {
+    text.parse::<CpuList>()?;
+    Ok(text.to_string())
 }
 
 /// `NAME=VALUE` (a compared target's URL, pid, command): a name of letters,
@@ -378,6 +422,10 @@ mod tests {
         for bad in ["0", "1025", "-1", "x", "99999999999999999999"] {
             assert!(threads(bad).is_err(), "-t {bad}");
         }
+        for bad in ["0", "1000001", "-1", "x", ""] {
+            assert!(connections(bad).is_err(), "-c {bad}");
+        }
+        assert_eq!(connections("5000"), Ok(5000));
         for bad in ["0", "0.0001ms", "2h", "1e3", "x", "99999999999999999999h", "-1"] {
             assert!(timeout(bad).is_err(), "--timeout {bad}");
         }

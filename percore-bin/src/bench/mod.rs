@@ -42,7 +42,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     // First: a --body-file (a FIFO) may keep `options` waiting.
     let interrupted = on_ctrl_c().map_err(|e| format!("cannot handle Ctrl-C: {e}"))?;
     let Some(target) = args.url.clone() else { usage("a URL to load is required") };
-    let options = options(&args.load, target, args.start_at)?;
+    let options = options(&args.load, args.connections, target, args.start_at)?;
     let mut log = args.hdr_log.as_deref().map(LogWriter::create).transpose()?;
     let progress = std::io::stdout().is_terminal().then(|| Box::new(std::io::stdout()) as Box<dyn Write>);
     let report = run::run(&options, &interrupted, Outputs { log: log.as_mut(), progress })?;
@@ -88,10 +88,15 @@ fn print(text: &str) -> Result<(), String> {
     }
 }
 
-/// The run of `target` that the load's flags ask for; exits with status 2 for what
+/// The run of `target` with `connections` that the load's flags ask for; exits with status 2 for what
 /// clap cannot check alone. An error (status 1, as `percore serve`'s) for a
 /// `--body-file` that cannot be read: the command line was right.
-fn options(args: &LoadArgs, target: Target, start_at: Option<SystemTime>) -> Result<BenchOptions, String> {
+fn options(
+    args: &LoadArgs,
+    connections: u64,
+    target: Target,
+    start_at: Option<SystemTime>,
+) -> Result<BenchOptions, String> {
     let body: Option<Arc<[u8]>> = match (&args.body, &args.body_file) {
         (Some(text), _) => Some(Arc::from(text.as_bytes())),
         (None, Some(path)) => match std::fs::read(path) {
@@ -125,7 +130,7 @@ fn options(args: &LoadArgs, target: Target, start_at: Option<SystemTime>) -> Res
     Ok(BenchOptions {
         request: target.request(&spec),
         target,
-        connections: as_usize(args.connections),
+        connections: as_usize(connections),
         stop: match (args.requests, args.duration) {
             (Some(n), _) => Stop::Requests(n),
             (None, duration) => Stop::After(duration.unwrap_or(Duration::from_secs(10))),

@@ -3,15 +3,25 @@
 
 use super::super::report::RunCounts;
 use super::super::run::BenchOptions;
+use crate::units::as_usize;
 
 /// One target: its name, where its load goes, whose CPU is read, what runs before
 /// each of its rounds.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Compared {
     pub name: String,
     pub options: BenchOptions,
     pub pid: Option<u32>,
     pub(super) prepare: Option<String>,
+}
+
+impl Compared {
+    /// The same target loaded with `connections`.
+    pub fn with(&self, connections: u64) -> Compared {
+        let mut target = self.clone();
+        target.options.connections = as_usize(connections);
+        target
+    }
 }
 
 /// What one load of one target measured.
@@ -69,13 +79,46 @@ impl Round {
     }
 }
 
-/// A comparison as it ran: the rounds complete, and why it stopped early, if it did.
+/// One point of the grid: the targets loaded with `connections`, their servers
+/// (those `--serve` starts) on CPUs `cpus`, and its rounds as they ran.
+#[derive(Debug)]
+pub struct Point {
+    pub connections: u64,
+    /// The server CPU set as written, when `--server-cpus` gave one.
+    pub cpus: Option<String>,
+    /// The targets at this point, in order (the first is the baseline).
+    pub targets: Vec<Compared>,
+    pub rounds: Vec<Round>,
+}
+
+/// A comparison as it ran: its points, each with its rounds complete, and why it
+/// stopped early, if it did.
 #[derive(Debug)]
 pub struct Comparison {
-    pub targets: Vec<Compared>,
+    /// The targets' names, in order (the first is the baseline).
+    pub names: Vec<String>,
     pub seed: u64,
-    pub rounds: Vec<Round>,
+    /// How many server CPU sets the grid has: with more than one, the report names
+    /// each line by its target and its set.
+    pub cpu_sets: usize,
+    pub points: Vec<Point>,
     /// Every load's counts (warm-ups aside), added: what --fail-on judges.
     pub counts: RunCounts,
     pub stopped: Option<String>,
+}
+
+impl Comparison {
+    /// How many rounds were completed, over every point.
+    pub fn rounds(&self) -> usize {
+        self.points.iter().map(|point| point.rounds.len()).sum()
+    }
+
+    /// The name of target `target` at `point` as the grid's charts and tables give
+    /// it: with its server CPU set when there are several.
+    pub fn series_name(&self, point: &Point, target: usize) -> String {
+        match (&point.cpus, self.cpu_sets > 1) {
+            (Some(cpus), true) => format!("{} (CPUs {cpus})", self.names[target]),
+            _ => self.names[target].clone(),
+        }
+    }
 }

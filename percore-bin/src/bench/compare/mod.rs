@@ -2,10 +2,13 @@
 //! order rotated from one round to the next so that a machine's drift falls on each
 //! alike; each target's server CPU read from /proc over each round when its pid is
 //! known; and a verdict on each target against the first (the baseline) from the
-//! per-round ratios (see [`stats`]).
+//! per-round ratios (see [`stats`]). Lists of connections and of server CPU sets
+//! make a grid, each of whose points is such a comparison (see [`plan`]).
 
 mod comparison;
+mod netns;
 mod output;
+mod plan;
 mod plot;
 mod process;
 mod stats;
@@ -18,26 +21,55 @@ use super::args::CompareArgs;
 use super::report::{LatencySummary, Report, RunCounts, Stop, PERCENTILES};
 use super::run::{self, BenchOptions, Outputs};
 use super::target::Target;
-use comparison::{Compared, Comparison, Measured, Round};
+use comparison::{Compared, Comparison, Measured, Point, Round};
+use netns::Netns;
+use output::Figure;
+use plan::{Plan, Progress};
 use process::Server;
 
 pub fn run(args: &CompareArgs) -> Result<(), String> {
     let interrupted = super::on_ctrl_c().map_err(|e| format!("cannot handle Ctrl-C: {e}"))?;
-    let (targets, _servers) = targets(args)?;
+    let names = names(args);
+    let plan = Plan::new(args, names.len());
+    if args.report.plot.is_some() && plan.points > 1 {
+        super::usage("--plot draws one point's rounds; a grid's charts are --rate-plot and --p99-plot");
+    }
     let seed = args.seed.unwrap_or_else(|| {
         SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |t| t.as_secs())
     });
-    let mut comparison =
-        Comparison { targets, seed, rounds: Vec::new(), counts: RunCounts::default(), stopped: None };
-    if let Err(e) = rounds(&mut comparison, args, &interrupted) {
+    eprintln!("{}", plan.words(SystemTime::now()));
+    let mut comparison = Comparison {
+        names: names.into_iter().map(str::to_string).collect(),
+        seed,
+        cpu_sets: args.server_cpus.len(),
+        points: Vec::new(),
+        counts: RunCounts::default(),
+        stopped: None,
+    };
+    let mut progress = Progress::new(plan.loads);
+    // Removed (dropped) at the end of `run`, once the servers in it are stopped.
+    let netns = args.netns.then(Netns::create).transpose()?;
+    if let Some(netns) = &netns {
+        eprintln!(
+            "compare: the servers run in network namespace {}, at {}; the load from {} over a veth pair",
+            netns.name(),
+            netns.server_addr,
+            netns.local_addr
+        );
+    }
+    if let Err(e) = grid(&mut comparison, args, netns.as_ref(), &interrupted, &mut progress) {
         comparison.stopped = Some(e);
     } else if interrupted.load(Ordering::Relaxed) {
         comparison.stopped = Some("interrupted".to_string());
     }
-    // The servers stop (dropped) after the report is out.
     output::output(&comparison, args)?;
-    if let Some(path) = &args.report.plot {
-        plot::draw(&comparison, path)?;
+    if let (Some(path), [point]) = (&args.report.plot, &comparison.points[..]) {
+        plot::rounds(&comparison, point, path)?;
+    }
+    for (path, figure) in [(&args.rate_plot, Figure::Rate), (&args.p99_plot, Figure::P99)] {
+        if let Some(path) = path {
+            plot::grid(&comparison, figure, path)?;
+        }
     }
     match &comparison.stopped {
         Some(why) if why != "interrupted" => Err(why.clone()),
@@ -46,7 +78,8 @@ pub fn run(args: &CompareArgs) -> Result<(), String> {
 }
 
 /// The targets' names, in order (the first is the baseline); a usage error (exit
-/// status 2) when they are fewer than two, given twice, or unknown to an option.
+/// status 2) when they are fewer than two, given twice, or unknown to an option, or
+/// cannot be placed as asked (see [`check_placement`]).
 fn names(args: &CompareArgs) -> Vec<&str> {
     let mut names: Vec<&str> = args.targets.iter().map(|(name, _)| name.as_str()).collect();
     let mut seen: HashSet<&str> = HashSet::new();
@@ -74,20 +107,101 @@ fn names(args: &CompareArgs) -> Vec<&str> {
     if names.len() < 2 {
         super::usage("a comparison needs two targets or more (NAME=URL, or --serve NAME=COMMAND)");
     }
+    check_placement(args, &names);
     names
 }
 
+/// A usage error (exit status 2) when the servers are to be moved (several CPU sets,
+/// each given once) or put in a namespace (--netns) and a target is not a server
+/// compare starts (with {port} and no URL, for --netns).
+fn check_placement(args: &CompareArgs, names: &[&str]) {
+    if args.netns {
+        for name in names {
+            let serve = args.serves.iter().find(|(served, _)| served == name);
+            let why = match serve {
+                None => Some("is not started by --serve"),
+                Some((_, command)) if !command.contains("{port}") => {
+                    Some("has no {port} in its --serve command")
+                }
+                Some(_) if args.targets.iter().any(|(given, _)| given == name) => Some("is given a URL"),
+                Some(_) => None,
+            };
+            if let Some(why) = why {
+                super::usage(&format!(
+                    "--netns: {name} {why}; compare starts every server in the namespace and gives it its URL"
+                ));
+            }
+        }
+    }
+    let mut sets = HashSet::new();
+    if let Some(twice) = args.server_cpus.iter().find(|set| !sets.insert(set.as_str())) {
+        super::usage(&format!("--server-cpus {twice} is given twice"));
+    }
+    if args.server_cpus.len() > 1 {
+        if let Some(name) = names.iter().find(|name| !args.serves.iter().any(|(served, _)| served == *name)) {
+            super::usage(&format!(
+                "--server-cpus is given {} times, but {name} is not started by --serve: \
+                 only a server compare starts can be moved from one CPU set to the next",
+                args.server_cpus.len()
+            ));
+        }
+    }
+}
+
+/// Runs the grid: for each server CPU set, its servers started, then each
+/// connection count's rounds; stops early on an error or Ctrl-C, keeping the rounds
+/// complete.
+fn grid(
+    comparison: &mut Comparison,
+    args: &CompareArgs,
+    netns: Option<&Netns>,
+    interrupted: &AtomicBool,
+    progress: &mut Progress,
+) -> Result<(), String> {
+    let sets: Vec<Option<&str>> = match &args.server_cpus[..] {
+        [] => vec![None],
+        sets => sets.iter().map(|set| Some(set.as_str())).collect(),
+    };
+    for cpus in sets {
+        // Stopped (dropped) at the end of their set, before the next set's start.
+        let (targets, _servers) = targets(args, &comparison.names, cpus, netns)?;
+        for &connections in &args.connections {
+            let targets: Vec<Compared> = targets.iter().map(|target| target.with(connections)).collect();
+            let mut point =
+                Point { connections, cpus: cpus.map(str::to_string), targets, rounds: Vec::new() };
+            let first_round = comparison.rounds();
+            let done = rounds(
+                &mut point,
+                &mut comparison.counts,
+                args,
+                comparison.seed,
+                first_round,
+                interrupted,
+                progress,
+            );
+            if !point.rounds.is_empty() {
+                comparison.points.push(point);
+            }
+            if !done? {
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The targets the command line names, in order (the first is the baseline), with
-/// the servers started for them (kept until the end).
-fn targets(args: &CompareArgs) -> Result<(Vec<Compared>, Vec<Server>), String> {
-    let names = names(args);
+/// the servers started for them on `cpus`, in `netns` if given (kept until the
+/// caller drops them).
+fn targets(
+    args: &CompareArgs,
+    names: &[String],
+    cpus: Option<&str>,
+    netns: Option<&Netns>,
+) -> Result<(Vec<Compared>, Vec<Server>), String> {
     let lookup = |list: &[(String, String)], name: &str| {
         list.iter().find(|(given, _)| given == name).map(|(_, value)| value.clone())
     };
-    let cpus = args
-        .server_cpus
-        .as_ref()
-        .map(|list| list.0.iter().map(|cpu| cpu.to_string()).collect::<Vec<_>>().join(","));
     let (mut targets, mut servers) = (Vec::new(), Vec::new());
     for name in names {
         let mut url = lookup(&args.targets, name);
@@ -104,47 +218,56 @@ fn targets(args: &CompareArgs) -> Result<(Vec<Compared>, Vec<Server>), String> {
             url.as_deref().map(|url| Target::parse(url).map_err(|e| format!("{name}: {e}"))).transpose()?;
         if let Some(command) = lookup(&args.serves, name) {
             let listens = given.as_ref().map(Target::resolve).transpose()?;
-            let (server, addr) = Server::start(name, &command, cpus.as_deref(), listens)?;
+            let (server, addr) = Server::start(name, &command, cpus, listens, netns)?;
             url.get_or_insert(format!("http://{addr}/"));
             pid.get_or_insert(server.pid());
             servers.push(server);
         }
         let url = url.ok_or_else(|| format!("target {name} has no URL"))?;
         let target = Target::parse(&url).map_err(|e| format!("{name}: {e}"))?;
-        let options = super::options(&args.load, target, None)?;
-        targets.push(Compared {
-            name: name.to_string(),
-            options,
-            pid,
-            prepare: lookup(&args.prepares, name),
-        });
+        let options = super::options(&args.load, args.connections[0], target, None)?;
+        targets.push(Compared { name: name.clone(), options, pid, prepare: lookup(&args.prepares, name) });
     }
     Ok((targets, servers))
 }
 
-/// Runs the rounds, each target once a round in the round's order; stops early on
-/// an error or Ctrl-C, keeping the rounds complete.
-fn rounds(comparison: &mut Comparison, args: &CompareArgs, interrupted: &AtomicBool) -> Result<(), String> {
-    let count = comparison.targets.len();
+/// Runs a point's rounds, each target once a round in the round's order; `Ok(false)`
+/// when Ctrl-C cut it short. `first_round` is how many rounds the comparison ran
+/// before, so that the order goes on rotating from point to point.
+fn rounds(
+    point: &mut Point,
+    counts: &mut RunCounts,
+    args: &CompareArgs,
+    seed: u64,
+    first_round: usize,
+    interrupted: &AtomicBool,
+    progress: &mut Progress,
+) -> Result<bool, String> {
+    let count = point.targets.len();
     for round in 0..args.rounds as usize {
-        let order = rotated(count, comparison.seed, round);
+        let order = rotated(count, seed, first_round + round);
         let mut measured = Vec::with_capacity(count);
         for &index in &order {
-            let target = &comparison.targets[index];
+            let target = &point.targets[index];
             if let Some(command) = &target.prepare {
                 process::prepare(&target.name, command)?;
             }
             if round == 0 && !args.warmup.is_zero() {
                 let warmup = BenchOptions { stop: Stop::After(args.warmup), ..target.options.clone() };
-                load(target, &warmup, interrupted)?;
+                if load(target, &warmup, interrupted)?.is_none() {
+                    return Ok(false);
+                }
             }
-            let Some((done, counts)) = load(target, &target.options, interrupted)? else { return Ok(()) };
-            comparison.counts.add(&counts);
+            let Some((done, load_counts)) = load(target, &target.options, interrupted)? else {
+                return Ok(false);
+            };
+            counts.add(&load_counts);
+            progress.loaded(point, round, args.rounds, &target.name, &done);
             measured.push(Measured { target: index, ..done });
         }
-        comparison.rounds.push(Round { order, measured });
+        point.rounds.push(Round { order, measured });
     }
-    Ok(())
+    Ok(true)
 }
 
 /// One load of `target` as `options` say, and its counts; `None` when Ctrl-C cut it

@@ -1,17 +1,18 @@
-//! What a comparison says: each round's figures, each target's medians, and a
-//! verdict on each figure of each target against the baseline, as text, JSON
-//! (`percore-compare/1`) and a Markdown table (the plot of the rounds is `plot`'s).
+//! What a comparison says, point by point: each round's figures, each target's
+//! medians, and a verdict on each figure of each target against the baseline, as
+//! text, JSON (`percore-compare/2`) and Markdown tables, with a grid's medians
+//! against the connections (the charts are `plot`'s).
 
 use std::fmt::Write as _;
 
 use serde_json::{json, Value};
 
-use super::comparison::{Comparison, Measured};
+use super::comparison::{Comparison, Measured, Point};
 use super::stats::{self, Direction};
 use crate::bench::args::CompareArgs;
 
 /// The JSON report's format tag; its fields are documented in docs/bench.md.
-const FORMAT: &str = "percore-compare/1";
+const FORMAT: &str = "percore-compare/2";
 
 /// A figure measured each round, compared as a ratio to the baseline's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,11 +54,11 @@ impl Figure {
     }
 }
 
-/// The figure a verdict leads with: server CPU per response where every round
-/// read some, else responses per second.
-pub fn lead_figure(comparison: &Comparison) -> Figure {
-    let mut all = comparison.rounds.iter().flat_map(|round| &round.measured);
-    if comparison.rounds.is_empty() || all.any(|m| m.server_us().is_none_or(|us| us <= 0.0)) {
+/// The figure a point's verdicts lead with: server CPU per response where every
+/// round read some, else responses per second.
+pub fn lead_figure(point: &Point) -> Figure {
+    let mut all = point.rounds.iter().flat_map(|round| &round.measured);
+    if point.rounds.is_empty() || all.any(|m| m.server_us().is_none_or(|us| us <= 0.0)) {
         Figure::Rate
     } else {
         Figure::ServerCpu
@@ -74,9 +75,9 @@ pub struct Judgement {
 
 impl Judgement {
     /// In plain words, as the report prints it.
-    fn words(&self, names: &[&str]) -> String {
+    fn words(&self, names: &[String]) -> String {
         let c = &self.comparison;
-        let (name, base, figure) = (names[self.target], names[0], self.figure.words());
+        let (name, base, figure) = (&names[self.target], &names[0], self.figure.words());
         let ci = format!("{:.0}% CI {:.2}–{:.2}", c.confidence * 100.0, c.interval.0, c.interval.1);
         let (side, count) = match c.direction {
             Direction::Lower => ("lower", c.below),
@@ -92,13 +93,14 @@ impl Judgement {
     }
 }
 
-/// The judgements of every target after the first, on the lead figure and the latencies.
-pub fn judgements(comparison: &Comparison) -> Vec<Judgement> {
-    let figures = [lead_figure(comparison), Figure::P50, Figure::P99];
+/// The judgements at `point` of every target after the first, on the lead figure
+/// and the latencies.
+pub fn judgements(point: &Point) -> Vec<Judgement> {
+    let figures = [lead_figure(point), Figure::P50, Figure::P99];
     let mut judgements = Vec::new();
-    for target in 1..comparison.targets.len() {
+    for target in 1..point.targets.len() {
         for figure in figures {
-            let ratios: Vec<f64> = comparison
+            let ratios: Vec<f64> = point
                 .rounds
                 .iter()
                 .filter_map(|round| Some(figure.of(round.of(target)?)? / figure.of(round.of(0)?)?))
@@ -113,24 +115,39 @@ pub fn judgements(comparison: &Comparison) -> Vec<Judgement> {
 
 /// Prints the report (text, or JSON with --json) and writes --markdown.
 pub fn output(comparison: &Comparison, args: &CompareArgs) -> Result<(), String> {
-    let judgements = judgements(comparison);
+    let judged: Vec<Vec<Judgement>> = comparison.points.iter().map(judgements).collect();
     let text = if args.report.json {
-        let json =
-            serde_json::to_string_pretty(&to_json(comparison, &judgements)).map_err(|e| e.to_string())?;
+        let json = serde_json::to_string_pretty(&to_json(comparison, &judged)).map_err(|e| e.to_string())?;
         json + "\n"
     } else {
-        text(comparison, &judgements)
+        text(comparison, &judged)
     };
     super::super::print(&text)?;
     if let Some(path) = &args.markdown {
-        std::fs::write(path, markdown(comparison, &judgements))
+        std::fs::write(path, markdown(comparison, &judged))
             .map_err(|e| format!("cannot write --markdown {}: {e}", path.display()))?;
     }
     Ok(())
 }
 
-fn names(comparison: &Comparison) -> Vec<&str> {
-    comparison.targets.iter().map(|t| t.name.as_str()).collect()
+/// `1 round`, `2 rounds`.
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// The connection counts of a grid's points, each once, in the order they ran.
+pub fn connection_counts(comparison: &Comparison) -> Vec<u64> {
+    let mut counts: Vec<u64> = Vec::new();
+    for point in &comparison.points {
+        if !counts.contains(&point.connections) {
+            counts.push(point.connections);
+        }
+    }
+    counts
 }
 
 fn micros(value: Option<f64>) -> String {
@@ -145,108 +162,169 @@ fn share(value: Option<f64>) -> String {
     value.map_or("–".to_string(), |share| format!("{:.0}%", share * 100.0))
 }
 
-/// The median of a target's figure over the rounds.
-fn median_of(comparison: &Comparison, target: usize, figure: Figure) -> Option<f64> {
-    let mut values: Vec<f64> =
-        comparison.rounds.iter().filter_map(|round| figure.of(round.of(target)?)).collect();
+/// The median of a target's figure over a point's rounds.
+pub fn median_of(point: &Point, target: usize, figure: Figure) -> Option<f64> {
+    let mut values: Vec<f64> = point.rounds.iter().filter_map(|round| figure.of(round.of(target)?)).collect();
     values.sort_by(f64::total_cmp);
     (!values.is_empty()).then(|| stats::median(&values))
 }
 
-/// A target's medians as the reports print them: responses/s, p50, p99, server
-/// CPU per response.
-fn medians(comparison: &Comparison, target: usize) -> [String; 4] {
-    let latency = |figure| median_of(comparison, target, figure).map_or("–".into(), |us| millis(us as u64));
+/// A target's medians at a point as the reports print them: responses/s, p50, p99,
+/// server CPU per response.
+fn medians(point: &Point, target: usize) -> [String; 4] {
+    let latency = |figure| median_of(point, target, figure).map_or("–".into(), |us| millis(us as u64));
     [
-        format!("{:.0}", median_of(comparison, target, Figure::Rate).unwrap_or(0.0)),
+        format!("{:.0}", median_of(point, target, Figure::Rate).unwrap_or(0.0)),
         latency(Figure::P50),
         latency(Figure::P99),
-        micros(median_of(comparison, target, Figure::ServerCpu)),
+        micros(median_of(point, target, Figure::ServerCpu)),
     ]
 }
 
-fn text(comparison: &Comparison, judgements: &[Judgement]) -> String {
-    let names = names(comparison);
+/// The point in words, for a heading: `c100` and its server CPU set, if one was given.
+fn point_words(point: &Point) -> String {
+    match &point.cpus {
+        Some(cpus) => format!("-c {}, servers on CPUs {cpus}", point.connections),
+        None => format!("-c {}", point.connections),
+    }
+}
+
+fn text(comparison: &Comparison, judged: &[Vec<Judgement>]) -> String {
+    let names = &comparison.names;
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{} targets, {} rounds, the order rotated from seed {}; the baseline is {}",
+        "{} targets, {}, {}, the order rotated from seed {}; the baseline is {}",
         names.len(),
-        comparison.rounds.len(),
+        count(comparison.points.len(), "point"),
+        count(comparison.rounds(), "round"),
         comparison.seed,
         names[0]
     );
-    for (i, round) in comparison.rounds.iter().enumerate() {
-        for m in &round.measured {
+    for (point, judgements) in comparison.points.iter().zip(judged) {
+        let _ = writeln!(out, "\n{}:", point_words(point));
+        for (i, round) in point.rounds.iter().enumerate() {
+            for m in &round.measured {
+                let _ = writeln!(
+                    out,
+                    "round {:<3} {:<12} {:>12.0} responses/s  p50 {:>9}  p99 {:>9}  errors {:<5} server {:>10}  client {:>10}  server busy {:>4}",
+                    i + 1,
+                    names[m.target],
+                    m.per_second(),
+                    millis(m.p50_us),
+                    millis(m.p99_us),
+                    m.errors,
+                    micros(m.server_us()),
+                    micros(m.client_us()),
+                    share(m.server_share()),
+                );
+            }
+        }
+        let _ = writeln!(out, "medians over the rounds:");
+        for (target, name) in names.iter().enumerate() {
+            let [rate, p50, p99, cpu] = medians(point, target);
             let _ = writeln!(
                 out,
-                "round {:<3} {:<12} {:>12.0} responses/s  p50 {:>9}  p99 {:>9}  errors {:<5} server {:>10}  client {:>10}  server busy {:>4}",
-                i + 1,
-                names[m.target],
-                m.per_second(),
-                millis(m.p50_us),
-                millis(m.p99_us),
-                m.errors,
-                micros(m.server_us()),
-                micros(m.client_us()),
-                share(m.server_share()),
+                "  {name:<12} {rate:>12} responses/s  p50 {p50:>9}  p99 {p99:>9}  server {cpu:>10}/response"
             );
+        }
+        let _ = writeln!(out, "against {}:", names[0]);
+        for judgement in judgements {
+            let _ = writeln!(out, "  {}", judgement.words(names));
         }
     }
     if let Some(why) = &comparison.stopped {
-        let _ = writeln!(out, "stopped after {} rounds: {why}", comparison.rounds.len());
-    }
-    let _ = writeln!(out, "\nmedians over the rounds:");
-    for (target, name) in names.iter().enumerate() {
-        let [rate, p50, p99, cpu] = medians(comparison, target);
-        let _ = writeln!(
-            out,
-            "  {name:<12} {rate:>12} responses/s  p50 {p50:>9}  p99 {p99:>9}  server {cpu:>10}/response"
-        );
-    }
-    let _ = writeln!(out, "\nagainst {}:", names[0]);
-    for judgement in judgements {
-        let _ = writeln!(out, "  {}", judgement.words(&names));
+        let _ = writeln!(out, "\nstopped after {}: {why}", count(comparison.rounds(), "round"));
     }
     out
 }
 
-fn markdown(comparison: &Comparison, judgements: &[Judgement]) -> String {
-    let names = names(comparison);
-    let lead = lead_figure(comparison);
+fn markdown(comparison: &Comparison, judged: &[Vec<Judgement>]) -> String {
+    let names = &comparison.names;
     let command: Vec<String> = std::env::args().map(|arg| shell_quoted(&arg)).collect();
-    let mut out = format!("```sh\n{}\n```\n\n", command.join(" "));
-    let _ = writeln!(
-        out,
-        "| target | responses/s | p50 | p99 | server CPU/response | {} vs {} |",
-        lead.words(),
-        names[0]
-    );
-    let _ = writeln!(out, "|---|---|---|---|---|---|");
-    for (target, name) in names.iter().enumerate() {
-        let judgement = judgements.iter().find(|v| v.target == target && v.figure == lead);
-        let versus = judgement.map_or("–".to_string(), |v| {
-            let c = &v.comparison;
-            format!(
-                "{:.2}× ({:.0}% CI {:.2}–{:.2})",
-                c.median,
-                c.confidence * 100.0,
-                c.interval.0,
-                c.interval.1
-            )
-        });
-        let [rate, p50, p99, cpu] = medians(comparison, target);
-        let _ = writeln!(out, "| {name} | {rate} | {p50} | {p99} | {cpu} | {versus} |");
+    let mut out = format!("```sh\n{}\n```\n", command.join(" "));
+    if comparison.points.len() > 1 {
+        for figure in [Figure::Rate, Figure::P99] {
+            out += &grid_table(comparison, figure);
+        }
     }
-    let _ = writeln!(
-        out,
-        "\n{} rounds, medians; a ratio is the median of per-round ratios.",
-        comparison.rounds.len()
-    );
-    for judgement in judgements {
-        let _ = writeln!(out, "- {}", judgement.words(&names));
+    for (point, judgements) in comparison.points.iter().zip(judged) {
+        let lead = lead_figure(point);
+        let _ = writeln!(out, "\n### {}\n", point_words(point));
+        let _ = writeln!(
+            out,
+            "| target | responses/s | p50 | p99 | server CPU/response | {} vs {} |",
+            lead.words(),
+            names[0]
+        );
+        let _ = writeln!(out, "|---|---|---|---|---|---|");
+        for (target, name) in names.iter().enumerate() {
+            let judgement = judgements.iter().find(|v| v.target == target && v.figure == lead);
+            let versus = judgement.map_or("–".to_string(), |v| {
+                let c = &v.comparison;
+                format!(
+                    "{:.2}× ({:.0}% CI {:.2}–{:.2})",
+                    c.median,
+                    c.confidence * 100.0,
+                    c.interval.0,
+                    c.interval.1
+                )
+            });
+            let [rate, p50, p99, cpu] = medians(point, target);
+            let _ = writeln!(out, "| {name} | {rate} | {p50} | {p99} | {cpu} | {versus} |");
+        }
+        let rounds = count(point.rounds.len(), "round");
+        let _ = writeln!(out, "\n{rounds}, medians; a ratio is the median of per-round ratios.");
+        for judgement in judgements {
+            let _ = writeln!(out, "- {}", judgement.words(names));
+        }
+    }
+    if let Some(why) = &comparison.stopped {
+        let _ = writeln!(out, "\nStopped after {}: {why}.", count(comparison.rounds(), "round"));
     }
     out
+}
+
+/// A grid's medians of `figure` as a Markdown table: a row per connection count, a
+/// column per target and server CPU set, as the charts draw them.
+fn grid_table(comparison: &Comparison, figure: Figure) -> String {
+    let series = series(comparison);
+    let rows = connection_counts(comparison);
+    let heads: Vec<&str> = series.iter().map(|(name, _, _)| name.as_str()).collect();
+    let mut out = format!("\n### {} (median of each point's rounds)\n\n", figure.words());
+    let _ = writeln!(out, "| connections | {} |", heads.join(" | "));
+    let _ = writeln!(out, "|---|{}", "---|".repeat(heads.len()));
+    for connections in rows {
+        let cells: Vec<String> = series
+            .iter()
+            .map(|(_, target, points)| {
+                let point = points.iter().find(|point| point.connections == connections);
+                let value = point.and_then(|point| median_of(point, *target, figure));
+                value.map_or("–".to_string(), |value| match figure {
+                    Figure::Rate => format!("{value:.0}"),
+                    _ => millis(value as u64),
+                })
+            })
+            .collect();
+        let _ = writeln!(out, "| {connections} | {} |", cells.join(" | "));
+    }
+    out
+}
+
+/// A grid's lines: each target on each server CPU set, named as the charts name them,
+/// with the target's index and the points of that set.
+pub fn series(comparison: &Comparison) -> Vec<(String, usize, Vec<&Point>)> {
+    let mut sets: Vec<Option<&str>> = comparison.points.iter().map(|point| point.cpus.as_deref()).collect();
+    sets.dedup();
+    let mut series = Vec::new();
+    for set in sets {
+        let points: Vec<&Point> =
+            comparison.points.iter().filter(|point| point.cpus.as_deref() == set).collect();
+        for target in 0..comparison.names.len() {
+            series.push((comparison.series_name(points[0], target), target, points.clone()));
+        }
+    }
+    series
 }
 
 /// `arg` as a POSIX shell reads it back: bare when it is plain, else in quotes.
@@ -259,22 +337,38 @@ fn shell_quoted(arg: &str) -> String {
     }
 }
 
-fn to_json(comparison: &Comparison, judgements: &[Judgement]) -> Value {
-    let names = names(comparison);
-    let targets: Vec<Value> = comparison
+fn to_json(comparison: &Comparison, judged: &[Vec<Judgement>]) -> Value {
+    let points: Vec<Value> = comparison
+        .points
+        .iter()
+        .zip(judged)
+        .map(|(point, judgements)| point_json(comparison, point, judgements))
+        .collect();
+    json!({
+        "format": FORMAT,
+        "seed": comparison.seed,
+        "stopped": comparison.stopped,
+        "targets": comparison.names,
+        "points": points,
+    })
+}
+
+fn point_json(comparison: &Comparison, point: &Point, judgements: &[Judgement]) -> Value {
+    let names = &comparison.names;
+    let targets: Vec<Value> = point
         .targets
         .iter()
         .map(|t| json!({ "name": t.name, "url": t.options.target.as_str(), "pid": t.pid }))
         .collect();
-    let rounds: Vec<Value> = comparison
+    let rounds: Vec<Value> = point
         .rounds
         .iter()
         .enumerate()
         .map(|(i, round)| {
             json!({
                 "round": i + 1,
-                "order": round.order.iter().map(|&t| names[t]).collect::<Vec<_>>(),
-                "results": round.measured.iter().map(|m| measured_json(m, names[m.target])).collect::<Vec<_>>(),
+                "order": round.order.iter().map(|&t| &names[t]).collect::<Vec<_>>(),
+                "results": round.measured.iter().map(|m| measured_json(m, &names[m.target])).collect::<Vec<_>>(),
             })
         })
         .collect();
@@ -298,14 +392,13 @@ fn to_json(comparison: &Comparison, judgements: &[Judgement]) -> Value {
                     Direction::Higher => "higher",
                     Direction::Same => "same",
                 },
-                "words": v.words(&names),
+                "words": v.words(names),
             })
         })
         .collect();
     json!({
-        "format": FORMAT,
-        "seed": comparison.seed,
-        "stopped": comparison.stopped,
+        "connections": point.connections,
+        "server_cpus": point.cpus,
         "targets": targets,
         "rounds": rounds,
         "verdicts": judgements,

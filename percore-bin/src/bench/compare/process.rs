@@ -3,11 +3,13 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use super::netns::Netns;
 
 /// The kernel's clock ticks per second in /proc's CPU times (USER_HZ): 100 on every
 /// architecture Linux runs percore on.
@@ -81,37 +83,37 @@ pub struct Server {
 
 impl Server {
     /// Starts `command` with `sh -c` in a process group of its own (through
-    /// `taskset -c CPUS` when `cpus` is given), with `{port}` replaced by a free
-    /// port, and waits until it accepts on 127.0.0.1 at that port, or (a command
-    /// without `{port}`) at `listens`, the target's own address. The group is what
-    /// is measured and stopped: a command of several processes is whole. Returns the
-    /// server and the address it accepts on.
+    /// `taskset -c CPUS` when `cpus` is given, in `netns` when given), with `{port}`
+    /// replaced by a free port and `{host}` by the address to listen on (127.0.0.1,
+    /// or the namespace's end of its veth pair), and waits until it accepts there, or
+    /// (a command without `{port}`) at `listens`, the target's own address. The group
+    /// is what is measured and stopped: a command of several processes is whole.
+    /// Returns the server and the address it accepts on.
     pub fn start(
         name: &str,
         command: &str,
         cpus: Option<&str>,
         listens: Option<SocketAddr>,
+        netns: Option<&Netns>,
     ) -> Result<(Server, SocketAddr), String> {
+        let host = netns.map_or(Ipv4Addr::LOCALHOST, |netns| netns.server_addr);
+        let command_here = command.replace("{host}", &host.to_string());
         let (script, addr) = if command.contains("{port}") {
             let port = free_port().map_err(|e| format!("{name}: no free port to start it on: {e}"))?;
-            (command.replace("{port}", &port.to_string()), SocketAddr::from(([127, 0, 0, 1], port)))
+            (command_here.replace("{port}", &port.to_string()), SocketAddr::from((host, port)))
         } else {
             let addr =
                 listens.ok_or_else(|| format!("{name}: --serve needs {{port}} in its command, or a URL"))?;
-            (command.to_string(), addr)
+            (command_here, addr)
         };
-        let mut line = match cpus {
-            Some(list) => {
-                let mut taskset = Command::new("taskset");
-                taskset.args(["-c", list, "sh", "-c", &script]);
-                taskset
-            }
-            None => {
-                let mut sh = Command::new("sh");
-                sh.args(["-c", &script]);
-                sh
-            }
-        };
+        // Each of ip netns exec, taskset and sh execs the next: the pid is the server's.
+        let mut argv: Vec<&str> = netns.map_or(Vec::new(), Netns::exec_prefix);
+        if let Some(list) = cpus {
+            argv.extend(["taskset", "-c", list]);
+        }
+        argv.extend(["sh", "-c", &script]);
+        let mut line = Command::new(argv[0]);
+        line.args(&argv[1..]);
         let log = std::env::temp_dir().join(format!("percore-compare-{}-{name}.log", std::process::id()));
         let output =
             File::create(&log).map_err(|e| format!("{name}: cannot create {}: {e}", log.display()))?;
@@ -202,7 +204,7 @@ pub fn prepare(name: &str, command: &str) -> Result<(), String> {
     }
 }
 
-/// A port no socket holds now.
+/// A port no socket here holds now (in a namespace of its own, none holds any).
 fn free_port() -> std::io::Result<u16> {
     Ok(TcpListener::bind(("127.0.0.1", 0))?.local_addr()?.port())
 }
