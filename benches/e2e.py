@@ -60,14 +60,21 @@ generator's own (run --server percore, a faster server, to see the generators'):
     python3 benches/e2e.py loaders --shapes ka-c100 --baseline /tmp/percore-old
 
 The same servers through `percore bench compare` instead (`compare`): nginx (the
-baseline), percore and the floor started by compare itself on --server-cpu, each
+baseline), percore and the floor started by compare itself on --server-cpus, each
 shape a comparison of its own, loaded by percore bench -t 1 on --load-cpu; prints
-each comparison's Markdown table and verdicts (docs/performance.md's tables):
+each comparison's Markdown tables and verdicts (docs/performance.md's tables). Its
+`study` shapes are the classic study's grid (30 to 5,000 connections, keep-alive and
+ab-style close), on each --server-cpus set; its body shapes put percore's ways of
+sending against nginx with sendfile; --netns runs the servers in a network namespace
+of their own, over a veth pair (root); --out keeps JSON and charts:
 
     python3 benches/e2e.py compare --rounds 5 --duration 5
+    python3 benches/e2e.py compare --shapes study --server-cpus 0 --server-cpus 0-1 --out /tmp/study
+    python3 benches/e2e.py compare --shapes bodies --netns
 
 Needs taskset; wrk and ab (apache2-utils) for the loads; nginx (nginx-light) and a C
-compiler for those servers. It says what it skips and why, and never needs root.
+compiler for those servers. It says what it skips and why, and needs root only for
+--netns.
 """
 import argparse, json, os, re, resource, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
 
@@ -77,16 +84,21 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PERCORE = os.path.join(ROOT, 'target', 'release', 'percore')
 PIPELINE_LUA = 'init = function(args)\n  local r = {}\n  for i = 1, 16 do r[i] = wrk.format() end\n' \
                '  req = table.concat(r)\nend\nrequest = function() return req end\n'
-NGINX_CONF = """daemon off; master_process off; worker_processes 1;
+NGINX_CONF = """daemon off; master_process {master}; worker_processes {workers};
 pid {dir}/nginx.pid; error_log {dir}/error.log crit; worker_rlimit_nofile 65536;
 events {{ worker_connections 65536; use epoll; }}
 http {{ access_log off; keepalive_requests 1000000; {sendfile}
   client_body_temp_path {dir}/body; proxy_temp_path {dir}/proxy; fastcgi_temp_path {dir}/fastcgi;
   uwsgi_temp_path {dir}/uwsgi; scgi_temp_path {dir}/scgi;
-  server {{ listen 127.0.0.1:{port} backlog=4096;
-    location / {{ default_type text/plain; return 200 "hello, world!\\n"; }}
-    location = /body {{ default_type application/octet-stream; alias {body}; }} }} }}
+  server {{ listen {host}:{port} backlog=4096; {locations} }} }}
 """
+# The hello at /, and a body file at /body.
+NGINX_HELLO = ('location / {{ default_type text/plain; return 200 "hello, world!\\n"; }} '
+               'location = /body {{ default_type application/octet-stream; alias {body}; }}')
+# The body file on every path (for compare, whose URLs end in /): try_files, not an
+# alias of /, which the index module would turn into /index.html.
+NGINX_BODY = ('location / {{ default_type application/octet-stream; root {root}; '
+              'try_files /{name} =404; }}')
 # nginx's sendfile directives: nginx-sendfile corks the head with the file's first
 # bytes (tcp_nopush, which nginx sets only where it sends with sendfile).
 NGINX_SENDFILE = {'nginx': 'sendfile off;', 'nginx-sendfile': 'sendfile on; tcp_nopush on;'}
@@ -245,7 +257,9 @@ def start(server, shape, port, env):
     else:
         conf = os.path.join(workdir, f'{server}.conf')
         with open(conf, 'w') as f:
-            f.write(NGINX_CONF.format(dir=workdir, port=port, sendfile=NGINX_SENDFILE[server], body=body_file))
+            f.write(NGINX_CONF.format(master='off', workers=1, dir=workdir, host='127.0.0.1', port=port,
+                                      sendfile=NGINX_SENDFILE[server],
+                                      locations=NGINX_HELLO.format(body=body_file)))
         cmd = ['nginx', '-p', workdir, '-c', conf]
     proc = subprocess.Popen(['taskset', '-c', str(args.server_cpu)] + cmd, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
@@ -454,55 +468,118 @@ LOADER_SHAPES = ['ka-c100', 'pipe16-c100', 'rate']
 LOADERS = ['percore', 'wrk', 'floor']
 
 
-# What each shape asks of percore bench compare.
+# What each shape asks of percore bench compare. A `study-` shape is the classic
+# hello-server study's grid: 30 to 5,000 connections, keep-alive or a connection per
+# request (ab without -k); a body shape loads the body servers instead of the hellos.
+STUDY_CONNECTIONS = ['-c', '30,100,1000,5000']
 COMPARE_SHAPES = {
     'ka-c100': ['-c', '100'],
     'ka-c1000': ['-c', '1000'],
     'pipe16-c100': ['-c', '100', '--pipeline', '16'],
     'close-c100': ['-c', '100', '--close'],
+    'study-ka': STUDY_CONNECTIONS,
+    'study-close': STUDY_CONNECTIONS + ['--close'],
+    **{shape: ['-c', '100'] for shape in BODY_SIZES},
 }
+COMPARE_DEFAULT = ['ka-c100', 'ka-c1000', 'pipe16-c100', 'close-c100']
+# The body shapes' servers, the first the baseline: nginx with sendfile on and
+# tcp_nopush on, and percore by each way of sending.
+BODY_SERVERS = ['nginx-sendfile', 'percore', 'percore-memory', 'percore-sendfile']
 
 
 def compare_main(argv):
-    """`e2e.py compare`: nginx, percore and the floor through percore bench compare."""
-    ap = argparse.ArgumentParser(prog='e2e.py compare', description='the servers, through percore bench compare')
+    """`e2e.py compare`: the servers through percore bench compare, a shape a comparison."""
+    ap = argparse.ArgumentParser(
+        prog='e2e.py compare', description='The servers through percore bench compare, each shape a comparison: '
+        'nginx (the baseline), percore and the floor for the hello shapes; nginx-sendfile (the baseline), '
+        'percore, percore-memory and percore-sendfile for the body shapes. Each server runs as many workers '
+        'as its CPU set has CPUs. Prints each comparison\'s Markdown; --out keeps its JSON and charts too.')
     ap.add_argument('--rounds', type=int, default=5)
     ap.add_argument('--duration', type=int, default=5, help='seconds per load (default 5)')
-    ap.add_argument('--shapes', default=','.join(COMPARE_SHAPES))
-    ap.add_argument('--server-cpu', type=int, default=0)
+    ap.add_argument('--shapes', default=','.join(COMPARE_DEFAULT),
+                    help=f'default {",".join(COMPARE_DEFAULT)}; known {",".join(COMPARE_SHAPES)}; '
+                         '`bodies`: the five body shapes; `study`: study-ka,study-close')
+    ap.add_argument('--server-cpus', action='append',
+                    help='a CPU set for the servers, taskset syntax; again for another row of the grid (default 0)')
     ap.add_argument('--load-cpu', type=int, default=1)
+    ap.add_argument('--netns', action='store_true',
+                    help='the servers in a network namespace of their own, over a veth pair (root)')
+    ap.add_argument('--out', help='a directory for each shape\'s Markdown, JSON and, for a grid, its two charts')
     ap.add_argument('--no-build', action='store_true', help='use target/release/percore as it is')
     args = ap.parse_args(argv)
+    groups = {'bodies': list(BODY_SIZES), 'study': ['study-ka', 'study-close']}
+    shapes = [s for shape in args.shapes.split(',') for s in groups.get(shape, [shape])]
+    for shape in shapes:
+        if shape not in COMPARE_SHAPES:
+            sys.exit(f'unknown shape {shape}; known: {", ".join(COMPARE_SHAPES)}')
     if not args.no_build:
         subprocess.run(['cargo', 'build', '--release', '--quiet'], cwd=ROOT, check=True)
     raise_open_files()
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix='percore-compare-') as workdir:
-        for shape in args.shapes.split(','):
-            if shape not in COMPARE_SHAPES:
-                sys.exit(f'unknown shape {shape}; known: {", ".join(COMPARE_SHAPES)}')
-            targets = []
-            if shutil.which('nginx'):
-                port, conf = free_port(), os.path.join(workdir, 'nginx.conf')
-                with open(conf, 'w') as f:
-                    f.write(NGINX_CONF.format(dir=workdir, port=port, sendfile=NGINX_SENDFILE['nginx'],
-                                              body='/dev/null'))
-                targets.append(('nginx', port, f'nginx -p {workdir} -c {conf}'))
-            port = free_port()
-            targets.append(('percore', port, f'{PERCORE} serve --bind 127.0.0.1 --port {port} --workers 1 '
-                                             '--keepalive-timeout 0'))
-            if build_floor(workdir):
-                close = ' close' if shape.startswith('close') else ''
-                port = free_port()
-                targets.append(('floor', port, f'{os.path.join(workdir, "floor-server")} {port} 1 nopin{close}'))
-            markdown = os.path.join(workdir, f'{shape}.md')
+        # nginx's workers, which run as nobody when started as root, read the bodies here.
+        os.chmod(workdir, 0o755)
+        floor = build_floor(workdir)
+        for shape in shapes:
+            out = args.out or workdir
             cmd = [PERCORE, 'bench', 'compare', '-t', '1', '--cpus', str(args.load_cpu), '-d', f'{args.duration}s',
-                   '--rounds', str(args.rounds), '--server-cpus', str(args.server_cpu), '--markdown', markdown,
+                   '--rounds', str(args.rounds), '--markdown', os.path.join(out, f'{shape}.md'),
                    '--fail-on', 'never'] + COMPARE_SHAPES[shape]
-            for name, port, command in targets:
-                cmd += [f'{name}=http://127.0.0.1:{port}/', '--serve', f'{name}={command}']
-            subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True)
-            with open(markdown) as f:
+            for cpus in args.server_cpus or ['0']:
+                cmd += ['--server-cpus', cpus]
+            cmd += ['--netns'] if args.netns else []
+            if ',' in COMPARE_SHAPES[shape][1]:
+                cmd += ['--rate-plot', os.path.join(out, f'{shape}-rate.svg'),
+                        '--p99-plot', os.path.join(out, f'{shape}-p99.svg')]
+            for name, command in compare_servers(shape, workdir, floor):
+                cmd += ['--serve', f'{name}={command}']
+            if args.out:
+                cmd += ['--json']
+                with open(os.path.join(out, f'{shape}.json'), 'w') as report:
+                    subprocess.run(cmd, stdout=report, check=True)
+            else:
+                subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True)
+            with open(os.path.join(out, f'{shape}.md')) as f:
                 print(f'### {shape}\n\n' + f.read().replace(workdir, '$WORKDIR'))
+
+
+def compare_servers(shape, workdir, floor):
+    """The (name, --serve command) of each server of `shape`, listening on compare's
+    {host} and {port}, with a worker per CPU of the set it is started on ($(nproc))."""
+    body = None
+    if shape in BODY_SIZES:
+        body = os.path.join(workdir, f'body-{shape[4:].split("-")[0]}')
+        if not os.path.exists(body):
+            with open(body, 'wb') as f:
+                f.write(os.urandom(BODY_SIZES[shape]))
+    names = BODY_SERVERS if body else ['nginx', 'percore', 'floor']
+    servers = []
+    for name in names:
+        if name.startswith('nginx'):
+            if not shutil.which('nginx'):
+                say(f'skipped {name}: nginx is not installed (apt-get install nginx-light)')
+                continue
+            home = os.path.join(workdir, name)
+            os.makedirs(home, exist_ok=True)
+            template, conf = os.path.join(home, 'nginx.conf.in'), os.path.join(home, 'nginx.conf')
+            with open(template, 'w') as f:
+                locations = (NGINX_BODY.format(root=os.path.dirname(body), name=os.path.basename(body)) if body
+                             else NGINX_HELLO.format(body='/dev/null'))
+                f.write(NGINX_CONF.format(master='on', workers='@WORKERS@', dir=home, host='@HOST@', port='@PORT@',
+                                          sendfile=NGINX_SENDFILE[name], locations=locations))
+            servers.append((name, f'sed -e s/@HOST@/{{host}}/ -e s/@PORT@/{{port}}/ -e "s/@WORKERS@/$(nproc)/" '
+                                  f'{template} > {conf} && exec nginx -p {home} -c {conf}'))
+        elif name.startswith('percore'):
+            sendfile_min = f' --sendfile-min {SENDFILE_MIN[name]}' if name in SENDFILE_MIN else ''
+            body_file = f' --body-file {body}' if body else ''
+            servers.append((name, f'exec {PERCORE} serve --bind {{host}} --port {{port}} --keepalive-timeout 0'
+                                  f'{body_file}{sendfile_min}'))
+        elif floor:
+            close = ' close' if 'close' in shape else ''
+            servers.append((name, f'exec {os.path.join(workdir, "floor-server")} {{port}} $(nproc) nopin{close} '
+                                  'bind={host}'))
+    return servers
 
 
 def loaders_main(argv):

@@ -10,11 +10,12 @@
  * pinned to CPU w, unless `nopin` is given (then taskset's mask applies). With
  * `close`, each connection is closed after its first answer (for ab without -k),
  * and, as percore does, its listener defers accept until the request is in and a
- * new connection is answered at once, before it would be added to epoll. Not a
- * server to use.
+ * new connection is answered at once, before it would be added to epoll. It listens
+ * on 127.0.0.1, or on ADDR with `bind=ADDR` (in a network namespace of its own). Not
+ * a server to use.
  *
  *     cc -O2 -o /tmp/floor-server benches/floor/server.c
- *     taskset -c 0,1 /tmp/floor-server PORT WORKERS [nopin] [close]
+ *     taskset -c 0,1 /tmp/floor-server PORT WORKERS [nopin] [close] [bind=ADDR]
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -126,18 +127,24 @@ static void serve(int listener) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s PORT WORKERS [nopin] [close]\n", argv[0]);
+        fprintf(stderr, "usage: %s PORT WORKERS [nopin] [close] [bind=ADDR]\n", argv[0]);
         return 2;
     }
     int port = atoi(argv[1]), workers = atoi(argv[2]), pin = 1;
+    const char *host = "127.0.0.1";
     for (int i = 3; i < argc; i++) {
         pin &= strcmp(argv[i], "nopin") != 0;
         close_after_answer |= strcmp(argv[i], "close") == 0;
+        if (strncmp(argv[i], "bind=", 5) == 0)
+            host = argv[i] + 5;
     }
     for (int w = 0; w < workers; w++) {
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0), one = 1;
         struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(port)};
-        inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+        if (inet_pton(AF_INET, host, &addr.sin_addr) != 1) {
+            fprintf(stderr, "bind=%s: not an IPv4 address\n", host);
+            return 2;
+        }
         setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         if (close_after_answer) {
