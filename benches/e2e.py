@@ -483,8 +483,8 @@ COMPARE_SHAPES = {
 }
 COMPARE_DEFAULT = ['ka-c100', 'ka-c1000', 'pipe16-c100', 'close-c100']
 # The body shapes' servers, the first the baseline: nginx with sendfile on and
-# tcp_nopush on, and percore by each way of sending.
-BODY_SERVERS = ['nginx-sendfile', 'percore', 'percore-memory', 'percore-sendfile']
+# tcp_nopush on, nginx without sendfile, and percore by each way of sending.
+BODY_SERVERS = ['nginx-sendfile', 'nginx', 'percore', 'percore-memory', 'percore-sendfile']
 
 
 def compare_main(argv):
@@ -492,7 +492,7 @@ def compare_main(argv):
     ap = argparse.ArgumentParser(
         prog='e2e.py compare', description='The servers through percore bench compare, each shape a comparison: '
         'nginx (the baseline), percore and the floor for the hello shapes; nginx-sendfile (the baseline), '
-        'percore, percore-memory and percore-sendfile for the body shapes. Each server runs as many workers '
+        'nginx, percore, percore-memory and percore-sendfile for the body shapes. Each server runs as many workers '
         'as its CPU set has CPUs. Prints each comparison\'s Markdown; --out keeps its JSON and charts too.')
     ap.add_argument('--rounds', type=int, default=5)
     ap.add_argument('--duration', type=int, default=5, help='seconds per load (default 5)')

@@ -61,10 +61,16 @@ struct Chart {
 impl Chart {
     fn draw(self, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
         // Latencies are drawn in milliseconds, the unit the report gives them in.
-        let (unit, scale, decimals) = match self.figure {
-            Figure::Rate => ("responses/s", 1.0, 0),
-            Figure::ServerCpu => ("µs", 1.0, 1),
-            Figure::P50 | Figure::P99 => ("ms", 1e-3, 2),
+        // The legend goes where the lines are not: responses/s falls as connections
+        // grow, latency rises.
+        let (y_name, scale, decimals, legend) = match self.figure {
+            Figure::Rate => ("responses/s".to_string(), 1.0, 0, SeriesLabelPosition::UpperRight),
+            Figure::ServerCpu => {
+                (format!("{} (µs)", self.figure.words()), 1.0, 1, SeriesLabelPosition::UpperRight)
+            }
+            Figure::P50 | Figure::P99 => {
+                (format!("{} (ms)", self.figure.words()), 1e-3, 2, SeriesLabelPosition::UpperLeft)
+            }
         };
         let lines: Vec<(String, Vec<(f64, f64)>)> = self
             .lines
@@ -92,7 +98,7 @@ impl Chart {
         chart
             .configure_mesh()
             .x_desc(x_name)
-            .y_desc(format!("{} ({unit})", self.figure.words()))
+            .y_desc(y_name)
             .x_labels(labels.len().max(1))
             .x_label_formatter(&label)
             .y_label_formatter(&|y| format!("{y:.decimals$}"))
@@ -105,7 +111,12 @@ impl Chart {
                 .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], color.stroke_width(2)));
             chart.draw_series(points.into_iter().map(|p| Circle::new(p, 3, color.filled())))?;
         }
-        chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
+        chart
+            .configure_series_labels()
+            .position(legend)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()?;
         root.present()?;
         Ok(())
     }
