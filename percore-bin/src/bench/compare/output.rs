@@ -95,7 +95,7 @@ impl Judgement {
 
 /// The judgements at `point` of every target after the first, on the lead figure
 /// and the latencies.
-pub fn judgements(point: &Point) -> Vec<Judgement> {
+fn judgements(point: &Point) -> Vec<Judgement> {
     let figures = [lead_figure(point), Figure::P50, Figure::P99];
     let mut judgements = Vec::new();
     for target in 1..point.targets.len() {
@@ -139,17 +139,6 @@ pub fn count(n: usize, noun: &str) -> String {
     }
 }
 
-/// The connection counts of a grid's points, each once, in the order they ran.
-pub fn connection_counts(comparison: &Comparison) -> Vec<u64> {
-    let mut counts: Vec<u64> = Vec::new();
-    for point in &comparison.points {
-        if !counts.contains(&point.connections) {
-            counts.push(point.connections);
-        }
-    }
-    counts
-}
-
 fn micros(value: Option<f64>) -> String {
     value.map_or("–".to_string(), |us| format!("{us:.2} µs"))
 }
@@ -163,7 +152,7 @@ fn share(value: Option<f64>) -> String {
 }
 
 /// The median of a target's figure over a point's rounds.
-pub fn median_of(point: &Point, target: usize, figure: Figure) -> Option<f64> {
+fn median_of(point: &Point, target: usize, figure: Figure) -> Option<f64> {
     let mut values: Vec<f64> = point.rounds.iter().filter_map(|round| figure.of(round.of(target)?)).collect();
     values.sort_by(f64::total_cmp);
     (!values.is_empty()).then(|| stats::median(&values))
@@ -288,19 +277,16 @@ fn markdown(comparison: &Comparison, judged: &[Vec<Judgement>]) -> String {
 /// A grid's medians of `figure` as a Markdown table: a row per connection count, a
 /// column per target and server CPU set, as the charts draw them.
 fn grid_table(comparison: &Comparison, figure: Figure) -> String {
-    let series = series(comparison);
-    let rows = connection_counts(comparison);
-    let heads: Vec<&str> = series.iter().map(|(name, _, _)| name.as_str()).collect();
+    let (connections, series) = series(comparison, figure);
+    let heads: Vec<&str> = series.iter().map(|line| line.name.as_str()).collect();
     let mut out = format!("\n### {} (median of each point's rounds)\n\n", figure.words());
     let _ = writeln!(out, "| connections | {} |", heads.join(" | "));
     let _ = writeln!(out, "|---|{}", "---|".repeat(heads.len()));
-    for connections in rows {
+    for (row, connections) in connections.iter().enumerate() {
         let cells: Vec<String> = series
             .iter()
-            .map(|(_, target, points)| {
-                let point = points.iter().find(|point| point.connections == connections);
-                let value = point.and_then(|point| median_of(point, *target, figure));
-                value.map_or("–".to_string(), |value| match figure {
+            .map(|line| {
+                line.medians[row].map_or("–".to_string(), |value| match figure {
                     Figure::Rate => format!("{value:.0}"),
                     _ => millis(value as u64),
                 })
@@ -311,9 +297,22 @@ fn grid_table(comparison: &Comparison, figure: Figure) -> String {
     out
 }
 
-/// A grid's lines: each target on each server CPU set, named as the charts name them,
-/// with the target's index and the points of that set.
-pub fn series(comparison: &Comparison) -> Vec<(String, usize, Vec<&Point>)> {
+/// A line of a grid: a target on a server CPU set, named as the charts and tables
+/// name it, with its median of a figure at each of the grid's connection counts.
+pub struct Series {
+    pub name: String,
+    pub medians: Vec<Option<f64>>,
+}
+
+/// A grid's connection counts, each once in the order they ran, and its lines of
+/// `figure`: each target on each server CPU set.
+pub fn series(comparison: &Comparison, figure: Figure) -> (Vec<u64>, Vec<Series>) {
+    let mut connections: Vec<u64> = Vec::new();
+    for point in &comparison.points {
+        if !connections.contains(&point.connections) {
+            connections.push(point.connections);
+        }
+    }
     let mut sets: Vec<Option<&str>> = comparison.points.iter().map(|point| point.cpus.as_deref()).collect();
     sets.dedup();
     let mut series = Vec::new();
@@ -321,10 +320,15 @@ pub fn series(comparison: &Comparison) -> Vec<(String, usize, Vec<&Point>)> {
         let points: Vec<&Point> =
             comparison.points.iter().filter(|point| point.cpus.as_deref() == set).collect();
         for target in 0..comparison.names.len() {
-            series.push((comparison.series_name(points[0], target), target, points.clone()));
+            let at = |c: u64| points.iter().find(|point| point.connections == c);
+            let medians = connections
+                .iter()
+                .map(|&c| at(c).and_then(|point| median_of(point, target, figure)))
+                .collect();
+            series.push(Series { name: comparison.series_name(points[0], target), medians });
         }
     }
-    series
+    (connections, series)
 }
 
 /// `arg` as a POSIX shell reads it back: bare when it is plain, else in quotes.

@@ -8,7 +8,7 @@ use std::path::Path;
 use plotters::prelude::*;
 
 use super::comparison::{Comparison, Point};
-use super::output::{connection_counts, lead_figure, median_of, series, Figure};
+use super::output::{lead_figure, series, Figure};
 
 const SIZE: (u32, u32) = (900, 500);
 const FONT: &str = "sans-serif";
@@ -31,15 +31,13 @@ pub fn rounds(comparison: &Comparison, point: &Point, path: &Path) -> Result<(),
 
 /// Draws each point's median of `figure` against its connections to `path`.
 pub fn grid(comparison: &Comparison, figure: Figure, path: &Path) -> Result<(), String> {
-    let connections = connection_counts(comparison);
-    let lines = series(comparison)
+    let (connections, series) = series(comparison, figure);
+    let lines = series
         .into_iter()
-        .map(|(name, target, points)| {
-            let at = |point: &Point| connections.iter().position(|&c| c == point.connections);
-            let values = points
-                .iter()
-                .filter_map(|point| Some(((at(point)? + 1) as f64, median_of(point, target, figure)?)));
-            (name, values.collect())
+        .map(|line| {
+            let values = line.medians.iter().enumerate();
+            let points = values.filter_map(|(i, median)| Some(((i + 1) as f64, (*median)?)));
+            (line.name, points.collect())
         })
         .collect();
     let xs = connections.iter().map(u64::to_string).collect();
