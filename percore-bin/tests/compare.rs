@@ -537,23 +537,14 @@ fn short_at(connections: &str) -> Vec<&str> {
     args
 }
 
-/// Two server CPU sets, in /proc's syntax: the first CPU this process may run on, and
-/// every CPU it may run on (the same on a machine of one CPU).
+/// Two server CPU sets, written apart: the first CPU this process may run on, and
+/// every CPU it may run on, in /proc's syntax (on a machine of one CPU, that CPU
+/// again as a range, `0-0`, which compare takes for a set of its own).
 fn server_cpu_sets() -> (String, String) {
     let all = cpus_allowed(std::process::id()).expect("this process's CPUs");
     let first = all.split([',', '-']).next().expect("a CPU").to_string();
+    let all = if all == first { format!("{first}-{first}") } else { all };
     (first, all)
-}
-
-/// [`server_cpu_sets`] when they differ, for a test of how a grid names its sets;
-/// else `None`, the test skipped (this process may run on one CPU only).
-fn two_server_cpu_sets() -> Option<(String, String)> {
-    let (first, all) = server_cpu_sets();
-    if first == all {
-        util::skip(&format!("two server CPU sets need two CPUs, and this process may run on {all} only"));
-        return None;
-    }
-    Some((first, all))
 }
 
 /// `--serve NAME=...`'s value: [`serve`]'s server, started by a shell that first
@@ -736,8 +727,9 @@ fn a_grid_runs_each_connection_count_on_each_server_cpu_set_restarting_the_serve
     for (before, after) in pids(at_3).into_iter().zip(pids(again_at_3)) {
         assert_ne!(before, after, "a server not restarted for the second CPU set:\n{report:#}");
     }
-    // Each started on its set: a and b on the first, then a and b on the second.
-    assert_eq!(recorded_cpus(&record), [first.as_str(), first, all, all], "{report:#}");
+    // Each started on its set: a and b on the first, then a and b on every CPU.
+    let every = cpus_allowed(std::process::id()).expect("this process's CPUs");
+    assert_eq!(recorded_cpus(&record), [first.as_str(), first, &every, &every], "{report:#}");
     for pid in pids(at_3).into_iter().chain(pids(again_at_3)) {
         assert!(!is_running(pid), "server {pid} (started by compare) outlived it");
     }
@@ -774,7 +766,7 @@ fn a_plan_of_timed_loads_says_about_how_long_it_takes() {
 
 #[test]
 fn a_grid_is_reported_point_by_point_and_in_markdown_tables_against_the_connections() {
-    let Some(sets) = two_server_cpu_sets() else { return };
+    let sets = server_cpu_sets();
     let (first, all) = &sets;
     let (a, b) = (serve("a", ""), serve("b", ""));
     let markdown = TempFile::with_contents(b"");
@@ -819,7 +811,7 @@ fn a_grid_is_drawn_against_the_connections_a_line_per_target_and_server_cpu_set(
     let base = TempFile::with_contents(b"");
     let (rate, p99) =
         (SvgFile(format!("{}-rate.svg", base.path())), SvgFile(format!("{}-p99.svg", base.path())));
-    let Some(sets) = two_server_cpu_sets() else { return };
+    let sets = server_cpu_sets();
     let (a, b) = (serve("a", ""), serve("b", ""));
     let charts = ["--rate-plot", &rate.0, "--p99-plot", &p99.0];
     let run = compare(&[&two_by_two([&a, &b], &sets)[..], &charts].concat());
@@ -854,11 +846,9 @@ fn a_bad_grid_is_a_usage_error() {
     assert!(stderr.contains("--plot"), "the error does not name --plot:\n{stderr}");
     assert!(!std::path::Path::new(&svg.0).exists(), "a grid drew --plot {}", svg.0);
 
-    // Two sets, written apart (on one CPU, the same CPU twice over).
-    let (first, _) = server_cpu_sets();
-    let again = format!("{first}-{first}");
+    let (first, all) = server_cpu_sets();
     let (given, served) = (format!("given={url}"), serve("served", ""));
-    let sets = ["--server-cpus", &first, "--server-cpus", &again];
+    let sets = ["--server-cpus", &first, "--server-cpus", &all];
     let stderr = usage_error(
         "two server CPU sets and a target not served",
         &[&SHORT[..], &[&given, "--serve", &served, "--json"], &sets].concat(),
