@@ -31,7 +31,7 @@ pub fn run(args: &CompareArgs) -> Result<(), String> {
     let interrupted = super::on_ctrl_c().map_err(|e| format!("cannot handle Ctrl-C: {e}"))?;
     let names = names(args);
     let plan = Plan::new(args, names.len());
-    if args.report.plot.is_some() && plan.points > 1 {
+    if args.report.plot.is_some() && plan.points() > 1 {
         super::usage("--plot draws one point's rounds; a grid's charts are --rate-plot and --p99-plot");
     }
     let seed = args.seed.unwrap_or_else(|| {
@@ -46,7 +46,7 @@ pub fn run(args: &CompareArgs) -> Result<(), String> {
         counts: RunCounts::default(),
         stopped: None,
     };
-    let mut progress = Progress::new(plan.loads);
+    let mut progress = Progress::new(plan.loads());
     // Removed (dropped) at the end of `run`, once the servers in it are stopped.
     let netns = args.netns.then(Netns::create).transpose()?;
     if let Some(netns) = &netns {

@@ -17,14 +17,10 @@ const START_OVERHEAD: Duration = Duration::from_secs(1);
 
 /// The grid a comparison runs: its points, and the loads they take.
 pub struct Plan {
-    /// Connection counts times server CPU sets.
-    pub points: usize,
     connections: Vec<u64>,
     cpu_sets: usize,
     targets: usize,
     rounds: u32,
-    /// Measured loads: points × targets × rounds.
-    pub loads: usize,
     /// How long a load runs, when it runs for a time (not `-n`).
     load: Option<Duration>,
     /// A warm-up of each target at each point.
@@ -33,15 +29,11 @@ pub struct Plan {
 
 impl Plan {
     pub fn new(args: &CompareArgs, targets: usize) -> Plan {
-        let cpu_sets = args.server_cpus.len().max(1);
-        let points = args.connections.len() * cpu_sets;
         Plan {
-            points,
             connections: args.connections.clone(),
-            cpu_sets,
+            cpu_sets: args.server_cpus.len().max(1),
             targets,
             rounds: args.rounds,
-            loads: points * targets * args.rounds as usize,
             load: match args.load.requests {
                 Some(_) => None,
                 None => Some(args.load.duration.unwrap_or(Duration::from_secs(10))),
@@ -50,14 +42,24 @@ impl Plan {
         }
     }
 
+    /// Connection counts times server CPU sets.
+    pub fn points(&self) -> usize {
+        self.connections.len() * self.cpu_sets
+    }
+
+    /// Measured loads: points × targets × rounds.
+    pub fn loads(&self) -> usize {
+        self.points() * self.targets * self.rounds as usize
+    }
+
     /// How long the grid should take (prepare commands aside), when its loads run for
     /// a time.
     pub fn estimate(&self) -> Option<Duration> {
         let load = self.load?;
-        let loads = (load + LOAD_OVERHEAD) * self.loads as u32;
+        let loads = (load + LOAD_OVERHEAD) * self.loads() as u32;
         let warmups = if self.warmup.is_zero() { Duration::ZERO } else { self.warmup + LOAD_OVERHEAD };
         let starts = START_OVERHEAD * self.cpu_sets as u32;
-        Some(loads + warmups * (self.points * self.targets) as u32 + starts)
+        Some(loads + warmups * (self.points() * self.targets) as u32 + starts)
     }
 
     /// The plan in words, with when it should end if it started at `now`.
@@ -65,12 +67,12 @@ impl Plan {
         let connections: Vec<String> = self.connections.iter().map(u64::to_string).collect();
         let grid = format!(
             "compare: {} (-c {} on {}), {} targets, {}: {} loads",
-            count(self.points, "point"),
+            count(self.points(), "point"),
             connections.join(","),
             count(self.cpu_sets, "server CPU set"),
             self.targets,
             count(self.rounds as usize, "round"),
-            self.loads,
+            self.loads(),
         );
         let Some(estimate) = self.estimate() else {
             return format!("{grid} of a set number of requests; how long they take is not known before");
@@ -79,7 +81,7 @@ impl Plan {
         format!(
             "{grid} of {}, with {} warm-ups of {}: about {} (until {:02}:{:02} UTC)",
             seconds(self.load.unwrap_or_default()),
-            self.points * self.targets,
+            self.points() * self.targets,
             seconds(self.warmup),
             minutes(estimate),
             end.hour(),
@@ -140,12 +142,10 @@ mod tests {
     #[test]
     fn the_estimate_counts_every_load_and_warmup() {
         let plan = Plan {
-            points: 8,
             connections: vec![30, 100, 1000, 5000],
             cpu_sets: 2,
             targets: 3,
             rounds: 5,
-            loads: 120,
             load: Some(Duration::from_secs(10)),
             warmup: Duration::from_secs(1),
         };
