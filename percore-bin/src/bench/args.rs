@@ -261,12 +261,22 @@ fn target(text: &str) -> Result<Target, String> {
     Target::parse(text)
 }
 
-/// `-c`: 1 to a million connections.
-fn connections(text: &str) -> Result<u64, String> {
+/// A whole number from 1 to `max`; the error names the range and what it counts
+/// (`what`, after the range: " connections", or nothing).
+fn one_to<T: std::str::FromStr + PartialOrd + From<u8> + std::fmt::Display + Copy>(
+    text: &str,
+    max: T,
+    what: &str,
+) -> Result<T, String> {
     text.parse()
         .ok()
-        .filter(|n| (1..=MAX_CONNECTIONS).contains(n))
-        .ok_or_else(|| format!("{text:?} is not 1 to {MAX_CONNECTIONS} connections"))
+        .filter(|n| (T::from(1)..=max).contains(n))
+        .ok_or_else(|| format!("{text:?} is not 1 to {max}{what}"))
+}
+
+/// `-c`: 1 to a million connections.
+fn connections(text: &str) -> Result<u64, String> {
+    one_to(text, MAX_CONNECTIONS, " connections")
 }
 
 /// `--server-cpus`: a CPU list in taskset's syntax, kept as written (it names the
@@ -299,10 +309,7 @@ fn timeout(text: &str) -> Result<Duration, String> {
 }
 
 fn threads(text: &str) -> Result<usize, String> {
-    text.parse()
-        .ok()
-        .filter(|n| (1..=MAX_THREADS).contains(n))
-        .ok_or_else(|| format!("{text:?} is not 1 to {MAX_THREADS}"))
+    one_to(text, MAX_THREADS, "")
 }
 
 fn rate(text: &str) -> Result<f64, String> {
