@@ -232,11 +232,19 @@ fn a_refusing_backend_gets_502_and_is_skipped_while_a_request_without_body_tries
     let Some(origin) = python_backend() else { return };
     // A port nothing listens on: it refuses.
     let refusing = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port");
-    let (alone, _) = proxy(&[refusing], &[]);
+    let (mut alone, _) = proxy(&[refusing], &[]);
     let answer = exchange(alone.addr(), b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
     assert!(
         answer.starts_with("HTTP/1.1 502 Bad Gateway\r\n") && answer.ends_with("\r\n\r\n502 Bad Gateway\n")
     );
+    // The worker's last line counts the connect refused among its connections: the
+    // client's and the one it opened, of which one failed.
+    signal(alone.pid(), "TERM");
+    assert!(alone.wait_exit(WAIT).success());
+    let stopped = stopped_lines(&alone.wait_stderr_closed(WAIT));
+    let counts: Vec<(u64, u64, u64, u64)> =
+        stopped.iter().map(|line| (line.connections, line.failed, line.requests, line.refused)).collect();
+    assert_eq!(counts, [(2, 1, 1, 1)], "connections, failed, requests, refused");
 
     let (proxy, _) = proxy(&[refusing, origin.addr()], &[]);
     // The first request is the refusing backend's turn: tried again on the other.

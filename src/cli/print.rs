@@ -62,7 +62,7 @@ pub(crate) fn event(event: &Event<'_>, pinning: Pinning) {
                     worker.index,
                     live.pid,
                     place(worker.cpu),
-                    live.accepted,
+                    live.connections,
                     live.open,
                     live.failed,
                     live.requests,
@@ -82,7 +82,7 @@ pub(crate) fn event(event: &Event<'_>, pinning: Pinning) {
             "worker {index} pid {pid} {} {}: {} connections, {} failed, {} requests, {} refused",
             place(*cpu),
             if *retired { "retired" } else { "stopped" },
-            stats.accepted,
+            stats.connections(),
             stats.failed,
             counts.requests,
             counts.refused
@@ -114,7 +114,7 @@ mod tests {
 
     #[test]
     fn the_stats_line_gives_each_workers_rate_and_open_connections() {
-        let live = |open| Live { pid: 7, accepted: 9, open, failed: 0, requests: 100, refused: 0 };
+        let live = |open| Live { pid: 7, connections: 9, open, failed: 0, requests: 100, refused: 0 };
         let workers = [
             WorkerLive { index: 0, cpu: 2, live: live(100), per_second: Some(71_234.4) },
             WorkerLive { index: 1, cpu: 3, live: live(0), per_second: None },

@@ -61,6 +61,8 @@ pub(crate) struct Driver<P: Protocol, W: Wire> {
     closing: Vec<(Token, Closed)>,
     /// Connections dropped because a wire call failed (reset by the peer, ...).
     failed: u64,
+    /// Connections opened to a peer, established or not.
+    opened: u64,
 }
 
 impl<P: Protocol, W: Wire> Driver<P, W> {
@@ -76,6 +78,7 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
             batch: Some(Batch::default()),
             closing: Vec::new(),
             failed: 0,
+            opened: 0,
         }
     }
 
@@ -87,6 +90,12 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
     /// Connections dropped because a wire call failed.
     pub(crate) fn failed(&self) -> u64 {
         self.failed
+    }
+
+    /// Connections opened to a peer (a connect that failed at once among them,
+    /// when the protocol hears of it as a connection).
+    pub(crate) fn opened(&self) -> u64 {
+        self.opened
     }
 
     /// Whether connections wait to be served again.
@@ -145,7 +154,10 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
     pub(crate) fn connect(&mut self, addr: &Address) -> io::Result<ConnId> {
         let token = self.machine.io.orders.ids.take();
         match self.place_connecting(token, addr) {
-            Ok(()) => Ok(ConnId::of(token)),
+            Ok(()) => {
+                self.opened += 1;
+                Ok(ConnId::of(token))
+            }
             Err(e) => {
                 self.machine.io.orders.ids.give_back(token);
                 Err(e)
@@ -412,6 +424,7 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
     /// Opens the connection a callback ordered; if that fails at once, the protocol
     /// hears of it as of a connect that failed later.
     fn connect_ordered(&mut self, token: Token, addr: &Address) {
+        self.opened += 1;
         if let Err(e) = self.place_connecting(token, addr) {
             self.machine.io.orders.ids.give_back(token);
             self.failed += 1;

@@ -48,11 +48,22 @@ pub enum Returned {
 pub struct Stats {
     /// Connections accepted.
     pub accepted: u64,
-    /// Connections dropped because a socket call failed (reset by the peer, a
-    /// connect refused, ...).
+    /// Connections the protocol opened ([`Io::connect`](super::io::Io::connect)),
+    /// established or not.
+    pub opened: u64,
+    /// Connections, accepted or opened, dropped because a socket call failed (reset
+    /// by the peer, a connect refused, ...).
     pub failed: u64,
     /// Connections open now.
     pub open: usize,
+}
+
+impl Stats {
+    /// Connections since the loop started, accepted or opened: those that `failed`
+    /// counts among.
+    pub fn connections(&self) -> u64 {
+        self.accepted + self.opened
+    }
 }
 
 /// A single-threaded event loop serving protocol `P` on one listener, or (made with
@@ -159,7 +170,12 @@ impl<P: Protocol> Reactor<P> {
 
     /// What the loop counted so far.
     pub fn stats(&self) -> Stats {
-        Stats { accepted: self.accepted, failed: self.driver.failed(), open: self.driver.len() }
+        Stats {
+            accepted: self.accepted,
+            opened: self.driver.opened(),
+            failed: self.driver.failed(),
+            open: self.driver.len(),
+        }
     }
 
     /// The loop's time as of its last look at the clock, after its last wait: the

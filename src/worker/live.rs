@@ -14,8 +14,8 @@ use crate::sys::SharedCounters;
 pub struct Live {
     /// The worker's process; 0 before it first published.
     pub pid: u32,
-    /// Connections accepted since it started.
-    pub accepted: u64,
+    /// Connections since it started, accepted or opened ([`Stats::connections`]).
+    pub connections: u64,
     /// Connections open.
     pub open: u64,
     /// Connections dropped because a socket call failed.
@@ -48,7 +48,7 @@ pub(crate) struct SharedLive {
 }
 
 const PID: usize = 0;
-const ACCEPTED: usize = 1;
+const CONNECTIONS: usize = 1;
 const OPEN: usize = 2;
 const REQUESTS: usize = 3;
 const FAILED: usize = 4;
@@ -65,7 +65,7 @@ impl SharedLive {
         let Some(counters) = self.counters.sets().get(index) else { return };
         let store = |field: usize, value: u64| counters[field].store(value, Ordering::Relaxed);
         store(PID, u64::from(std::process::id()));
-        store(ACCEPTED, stats.accepted);
+        store(CONNECTIONS, stats.connections());
         store(OPEN, stats.open as u64);
         store(REQUESTS, counts.requests);
         store(FAILED, stats.failed);
@@ -87,7 +87,7 @@ impl SharedLive {
         let load = |field: usize| counters[field].load(Ordering::Relaxed);
         Live {
             pid: u32::try_from(load(PID)).unwrap_or(0),
-            accepted: load(ACCEPTED),
+            connections: load(CONNECTIONS),
             open: load(OPEN),
             requests: load(REQUESTS),
             failed: load(FAILED),
@@ -168,11 +168,11 @@ mod tests {
         let every = Duration::from_secs(2);
         let mut live = LiveFigures::new(SharedLive::new(2).expect("a shared mapping"), Some(every));
         let (start, cpus) = (live.last_at, [5, 6]);
-        let stats = Stats { accepted: 3, failed: 1, open: 2 };
+        let stats = Stats { accepted: 2, opened: 1, failed: 1, open: 2 };
         let counts = Counts { requests: 100, refused: 4 };
         live.shared().publish(1, stats, counts);
         let figures =
-            Live { pid: std::process::id(), accepted: 3, open: 2, failed: 1, requests: 100, refused: 4 };
+            Live { pid: std::process::id(), connections: 3, open: 2, failed: 1, requests: 100, refused: 4 };
         let read = live.read(&cpus, start + Duration::from_secs(4));
         assert_eq!(read[1], WorkerLive { index: 1, cpu: 6, live: figures, per_second: Some(25.0) });
         assert_eq!((read[0].live, read[0].per_second), (Live::default(), Some(0.0)));
