@@ -33,7 +33,8 @@ fn peer_edge(reads: PeerReads) -> Edge {
 ///
 /// The harness starts with one connection, established, which the methods without
 /// an id drive; it is opened (`on_open`) before it is first driven, or when the test
-/// calls [`open`](Harness::open). Connections the protocol opens ([`Io::connect`](super::io::Io::connect))
+/// calls [`open`](Harness::open). [`accept`](Harness::accept) adds another client's,
+/// driven by the `_on` methods with its id. Connections the protocol opens ([`Io::connect`](super::io::Io::connect))
 /// are listed by [`connecting`](Harness::connecting) until the test
 /// [establishes](Harness::establish) or [fails](Harness::fail_connect) them, and
 /// driven by the `_on` methods. A method given an id the harness never had
@@ -152,6 +153,19 @@ impl<P: Protocol> Harness<P> {
         ConnId::of(self.own)
     }
 
+    /// Accepts another connection, as a listener would another client: it is
+    /// opened ([`Protocol::on_open`]) at once, then driven by the `_on` methods
+    /// with the id returned (a close `on_open` asks for is seen by
+    /// [`closed`](Harness::closed)). For a protocol that shares state between its
+    /// clients: a pool, a queue, a broadcast.
+    pub fn accept(&mut self) -> ConnId {
+        let peer = self.driver.registry.peer(None);
+        let token = self.driver.adopt(peer);
+        self.driver.open(token, None);
+        self.settle();
+        ConnId::of(token)
+    }
+
     /// Calls [`Protocol::on_open`] for the harness's own connection. The loop calls
     /// it before anything else: so does the harness, before the first call that
     /// drives the connection ([`receive`](Harness::receive), [`data`](Harness::data),
@@ -219,7 +233,8 @@ impl<P: Protocol> Harness<P> {
     }
 
     /// The graceful stop's grace is over: idle connections close, as
-    /// [`Closed::Done`], and one that turns idle closes at once.
+    /// [`Closed::Done`], and one that turns idle closes at once. A connection whose
+    /// output the test has not taken is not idle: its answer is still being sent.
     pub fn grace_over(&mut self) {
         self.driver.close_idle();
         self.settle();

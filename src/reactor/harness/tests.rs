@@ -281,6 +281,15 @@ fn the_harness_gives_its_connections_loopback_addresses_as_documented() {
         b"10.0.0.1:80 127.0.0.1:49153",
         "made: its peer, then the test's port"
     );
+    let second = harness.accept();
+    assert_ne!(second, harness.id());
+    assert_eq!(
+        harness.take_output_of(second),
+        b"127.0.0.1:49154 127.0.0.1:8080",
+        "another accepted: opened at once, the next port"
+    );
+    harness.data_on(second, b"y");
+    assert_eq!(harness.connecting().len(), 1, "driven by its id");
 }
 
 /// A client whose input waits for its backend: the client's `on_data` consumes
