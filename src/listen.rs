@@ -59,6 +59,14 @@ impl From<SocketAddr> for Address {
     }
 }
 
+/// `io.connect(&backend)` for an address a protocol keeps: a copy (a path's is
+/// an allocation).
+impl From<&Address> for Address {
+    fn from(addr: &Address) -> Address {
+        addr.clone()
+    }
+}
+
 /// `([127, 0, 0, 1], 8080).into()`, as for a `SocketAddr`.
 impl<I: Into<IpAddr>> From<(I, u16)> for Address {
     fn from((ip, port): (I, u16)) -> Address {

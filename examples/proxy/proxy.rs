@@ -245,7 +245,7 @@ impl Proxy {
 
     /// Opens a connection to `backend`.
     pub(crate) fn open(&mut self, backend: usize, io: &mut Io<'_>) -> ConnId {
-        let id = io.connect(self.backends.addr(backend).clone());
+        let id = io.connect(self.backends.addr(backend));
         self.upstreams.insert(id, Upstream { backend, client: None, reused: false });
         self.opened += 1;
         id
@@ -384,12 +384,12 @@ impl Protocol for Proxy {
 /// not tell (they count requests, not the connections behind them).
 impl Drop for Proxy {
     fn drop(&mut self) {
-        eprintln!(
+        percore::cli::say(format_args!(
             "proxy: worker pid {}: {} requests, {} backend connections opened",
             std::process::id(),
             self.counts.requests,
             self.opened
-        );
+        ));
     }
 }
 
