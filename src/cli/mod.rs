@@ -335,8 +335,9 @@ fn usage_error(message: String) -> ! {
 /// [`ServerArgs`] (a closure that builds the protocol is a [`Service`]):
 ///
 /// ```no_run
-/// // The program's own dependency, with the features percore's `cli` uses, so that
-/// // clap is built once: clap = { version = "4", default-features = false,
+/// // The program's own dependency (percore does not re-export clap, whose derive
+/// // names the `clap` crate), with the features percore's `cli` takes, so that it
+/// // adds nothing: clap = { version = "4", default-features = false,
 /// //   features = ["std", "derive", "help", "usage", "error-context"] }
 /// use clap::Parser;
 /// use percore::cli::{self, ServerArgs};

@@ -77,7 +77,12 @@ pub enum Flow {
     /// [`on_input_end`](Protocol::on_input_end), as `Continue`: nothing more comes.
     Pause,
     /// Closes the connection once the output is sent; input not consumed (and
-    /// whatever arrives later) is never handed to the protocol.
+    /// whatever arrives later) is never handed to the protocol. When the peer may
+    /// still be sending (input left unconsumed, or a graceful stop's close), the
+    /// close lingers, as nginx's `lingering_close`: our end of the stream is sent,
+    /// then what the peer sends is read and dropped until it closes, for at most
+    /// 5 s, so that a reset does not destroy the last answer before the peer reads
+    /// it. A graceful stop waits for a lingering connection too.
     Close,
 }
 
@@ -170,7 +175,9 @@ pub trait Protocol {
     }
 
     /// The peer finished sending (it shut down its side: end of stream); its
-    /// unconsumed input was handed to `on_data` first. [`Flow::Close`] (the default)
+    /// unconsumed input was handed to `on_data` first: a connection paused with
+    /// input held hears of the end only once the pause is over and `on_data` has
+    /// been given that input. [`Flow::Close`] (the default)
     /// closes the connection once the output already written is sent, as
     /// [`Closed::ByPeer`]: an answer not yet written (one a backend still owes, for a
     /// request read before the end) is lost. [`Flow::Continue`] keeps it open for
