@@ -26,8 +26,15 @@ pub(crate) const COPY_MAX: usize = 1024;
 /// Slices handed to one `sendmsg`: a head and a body each, for 32 answers.
 const SLICES_PER_SEND: usize = 64;
 
-/// The most sendfile(2) moves in one call (Linux's `MAX_RW_COUNT`).
-const SENDFILE_MAX: usize = 0x7fff_f000;
+/// The most one `sendmsg` or `sendfile` hands the socket of shared bytes or a file
+/// range (a long one goes in several calls, until the socket is full). Larger calls
+/// cost far more per byte: with 1 MiB bodies over loopback and over a veth pair,
+/// CPU per response fell to 0.3–0.7x nginx-sendfile's at 48 KiB a call, from
+/// 1.05–1.3x uncapped (sendfile moves a file 64 KiB a step); 16, 32, 64 and 128 KiB
+/// a call did worse than 48 (docs/performance.md, "Bodies by the call"). Each call
+/// then fits one 64 KiB packet (loopback's, or a GSO one), where a 64 KiB step
+/// leaves a short packet behind it.
+const MOST_PER_CALL: usize = 48 << 10;
 
 /// What a protocol wrote in one call: bytes it copied, and shared bytes and file
 /// ranges it referenced, in the order written. The loop sends it in one system call
@@ -220,22 +227,25 @@ impl<'a> Piece<'a> {
     }
 }
 
-/// Sends the first of `pieces` with one system call: up to 64 pieces in memory with
-/// one `send` or `sendmsg` (with `MSG_MORE` when a file range comes next), or the
-/// start of a file range with one `sendfile`. Returns the bytes sent and the bytes
+/// Sends the first of `pieces` with one system call: up to 64 pieces in memory, or
+/// [`MOST_PER_CALL`] bytes of them, with one `send` or `sendmsg` (with `MSG_MORE`
+/// when more comes next), or up to [`MOST_PER_CALL`] bytes of a file range with
+/// `sendfile`. Returns the bytes sent and the bytes
 /// offered: fewer sent means the socket is full.
 fn send_some<'a>(fd: BorrowedFd<'_>, pieces: impl Iterator<Item = Piece<'a>>) -> io::Result<(usize, usize)> {
     let mut pieces = pieces.peekable();
     let mut slices = [IoSlice::new(&[]); SLICES_PER_SEND];
-    let count = fill(&mut slices, &mut pieces);
+    let (count, offered) = fill(&mut slices, &mut pieces);
     if count > 0 {
-        let offered = slices[..count].iter().map(|slice| slice.len()).sum();
-        let more = if pieces.peek().is_some() { More::Follows } else { More::Nothing };
+        // More follows at once, unless this call was cut at its most: held back by
+        // MSG_MORE, the last packet of each such call costs more than it saves.
+        let cut = offered == MOST_PER_CALL;
+        let more = if pieces.peek().is_some() && !cut { More::Follows } else { More::Nothing };
         return Ok((send_slices(fd, &slices[..count], more)?, offered));
     }
     match pieces.next() {
         Some(Piece::Shared(Shared::File { file, offset, len }, from)) => {
-            let offered = (len - from).min(SENDFILE_MAX);
+            let offered = (len - from).min(MOST_PER_CALL);
             Ok((send_file(fd, file, offset + from as u64, offered)?, offered))
         }
         _ => Ok((0, 0)),
@@ -262,17 +272,27 @@ fn send_file(fd: BorrowedFd<'_>, file: &File, offset: u64, len: usize) -> io::Re
     Ok(sent)
 }
 
-/// Fills `slices` from the pieces in memory at the front of `pieces`; returns how
-/// many it filled.
-fn fill<'a, I: Iterator<Item = Piece<'a>>>(slices: &mut [IoSlice<'a>], pieces: &mut Peekable<I>) -> usize {
-    let mut count = 0;
+/// Fills `slices` from the pieces in memory at the front of `pieces`, up to
+/// [`MOST_PER_CALL`] bytes (a piece cut there stays at the front); returns how many
+/// slices it filled, and their bytes.
+fn fill<'a, I: Iterator<Item = Piece<'a>>>(
+    slices: &mut [IoSlice<'a>],
+    pieces: &mut Peekable<I>,
+) -> (usize, usize) {
+    let (mut count, mut offered) = (0, 0);
     while count < slices.len() {
         let Some(bytes) = pieces.peek().and_then(Piece::memory) else { break };
+        let room = MOST_PER_CALL - offered;
+        if bytes.len() >= room {
+            slices[count] = IoSlice::new(&bytes[..room]);
+            return (count + 1, MOST_PER_CALL);
+        }
         slices[count] = IoSlice::new(bytes);
         count += 1;
+        offered += bytes.len();
         pieces.next();
     }
-    count
+    (count, offered)
 }
 
 /// Sends what the socket takes of `bytes`, with one `send`; 0 when the socket is full.
@@ -512,6 +532,38 @@ pub(super) mod tests {
         let mut received = Vec::new();
         reader.read_to_end(&mut received).expect("reading");
         assert!(received == output.to_vec(), "byte for byte");
+    }
+
+    #[test]
+    fn one_call_hands_the_socket_at_most_its_share_of_a_long_piece_and_the_rest_follows() {
+        let long = MOST_PER_CALL * 3 / 2;
+        let body: Arc<[u8]> = (0..long).map(|i| (i % 253) as u8).collect::<Vec<u8>>().into();
+        let (file, bytes) = sealed_pattern(long);
+        let mut output = Output::new();
+        output.write(b"head ");
+        output.write_shared(&body);
+        output.write_file(file, 0, long);
+        let (writer, mut reader) = UnixStream::pair().expect("a socket pair");
+        writer.set_nonblocking(true).expect("non-blocking");
+        // The socket has room for all three calls (a Unix socket takes 200 KiB).
+        let mut calls = Vec::new();
+        let mut sent = 0;
+        while sent < output.len() {
+            let (n, offered) = send_some(writer.as_fd(), output.pieces(sent)).expect("a call");
+            assert_eq!(n, offered, "the socket has room");
+            calls.push(n);
+            sent += n;
+        }
+        let head_and_body = 5 + long;
+        assert_eq!(
+            calls,
+            [MOST_PER_CALL, head_and_body - MOST_PER_CALL, MOST_PER_CALL, long - MOST_PER_CALL]
+        );
+        drop(writer);
+        let mut received = Vec::new();
+        reader.read_to_end(&mut received).expect("reading");
+        let expected = [&b"head "[..], &body[..], &bytes[..]].concat();
+        assert!(received == expected, "byte for byte");
     }
 
     #[test]
