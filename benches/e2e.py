@@ -66,11 +66,12 @@ each comparison's Markdown tables and verdicts (docs/performance.md's tables). I
 `study` shapes are the classic study's grid (30 to 5,000 connections, keep-alive and
 ab-style close), on each --server-cpus set; its body shapes put percore's ways of
 sending against nginx with sendfile; --netns runs the servers in a network namespace
-of their own, over a veth pair (root); --out keeps JSON and charts:
+of their own, over a veth pair (root); --baseline puts another percore binary beside
+percore; --out keeps JSON and charts:
 
     python3 benches/e2e.py compare --rounds 5 --duration 5
     python3 benches/e2e.py compare --shapes study --server-cpus 0 --server-cpus 0-1 --out /tmp/study
-    python3 benches/e2e.py compare --shapes bodies --netns
+    python3 benches/e2e.py compare --shapes bodies --netns --baseline /tmp/percore-old
 
 Needs taskset; wrk and ab (apache2-utils) for the loads; nginx (nginx-light) and a C
 compiler for those servers. It says what it skips and why, and needs root only for
@@ -506,6 +507,7 @@ def compare_main(argv):
                     help='the servers in a network namespace of their own, over a veth pair (root)')
     ap.add_argument('--out', help='a directory for each shape\'s Markdown, JSON and, for a grid, its two charts')
     ap.add_argument('--no-build', action='store_true', help='use target/release/percore as it is')
+    ap.add_argument('--baseline', help='another percore binary, beside percore as `baseline` (its default flags)')
     args = ap.parse_args(argv)
     groups = {'bodies': list(BODY_SIZES), 'study': ['study-ka', 'study-close']}
     shapes = [s for shape in args.shapes.split(',') for s in groups.get(shape, [shape])]
@@ -532,7 +534,7 @@ def compare_main(argv):
             if ',' in COMPARE_SHAPES[shape][1]:
                 cmd += ['--rate-plot', os.path.join(out, f'{shape}-rate.svg'),
                         '--p99-plot', os.path.join(out, f'{shape}-p99.svg')]
-            for name, command in compare_servers(shape, workdir, floor):
+            for name, command in compare_servers(shape, workdir, floor, args.baseline):
                 cmd += ['--serve', f'{name}={command}']
             if args.out:
                 cmd += ['--json']
@@ -544,9 +546,10 @@ def compare_main(argv):
                 print(f'### {shape}\n\n' + f.read().replace(workdir, '$WORKDIR'))
 
 
-def compare_servers(shape, workdir, floor):
+def compare_servers(shape, workdir, floor, baseline=None):
     """The (name, --serve command) of each server of `shape`, listening on compare's
-    {host} and {port}, with a worker per CPU of the set it is started on ($(nproc))."""
+    {host} and {port}, with a worker per CPU of the set it is started on ($(nproc));
+    `baseline`, another percore binary, beside percore."""
     body = None
     if shape in BODY_SIZES:
         body = os.path.join(workdir, f'body-{shape[4:].split("-")[0]}')
@@ -554,6 +557,7 @@ def compare_servers(shape, workdir, floor):
             with open(body, 'wb') as f:
                 f.write(os.urandom(BODY_SIZES[shape]))
     names = BODY_SERVERS if body else ['nginx', 'percore', 'floor']
+    names = names + ['baseline'] if baseline else names
     servers = []
     for name in names:
         if name.startswith('nginx'):
@@ -570,10 +574,11 @@ def compare_servers(shape, workdir, floor):
                                           sendfile=NGINX_SENDFILE[name], locations=locations))
             servers.append((name, f'sed -e s/@HOST@/{{host}}/ -e s/@PORT@/{{port}}/ -e "s/@WORKERS@/$(nproc)/" '
                                   f'{template} > {conf} && exec nginx -p {home} -c {conf}'))
-        elif name.startswith('percore'):
+        elif name.startswith('percore') or name == 'baseline':
             sendfile_min = f' --sendfile-min {SENDFILE_MIN[name]}' if name in SENDFILE_MIN else ''
             body_file = f' --body-file {body}' if body else ''
-            servers.append((name, f'exec {PERCORE} serve --bind {{host}} --port {{port}} --keepalive-timeout 0'
+            binary = baseline if name == 'baseline' else PERCORE
+            servers.append((name, f'exec {binary} serve --bind {{host}} --port {{port}} --keepalive-timeout 0'
                                   f'{body_file}{sendfile_min}'))
         elif floor:
             close = ' close' if 'close' in shape else ''
