@@ -170,7 +170,8 @@ impl Conns<'_> {
     /// [`write_to`](super::Io::write_to), it is done when the callback returns.
     /// Setting it again while it runs does not restart the count, which starts at
     /// the latest byte read (or when it was set); a new `timeout` counts from the
-    /// next byte. To restart it, clear it, then set it in a later callback.
+    /// next byte. Clearing it and setting it in the same callback is setting it
+    /// again; to restart it, clear it, then set it in a later callback.
     ///
     /// [`Closed::TimedOut`]: super::Closed::TimedOut
     pub fn set_read_timeout(&mut self, id: ConnId, timeout: Option<Duration>) {

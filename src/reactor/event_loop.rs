@@ -59,8 +59,8 @@ pub struct Stats {
 }
 
 impl Stats {
-    /// Connections since the loop started, accepted or opened: those that `failed`
-    /// counts among.
+    /// Connections since the loop started, accepted or opened (the sum the workers'
+    /// lines print as their connections); `failed` counts some of these.
     pub fn connections(&self) -> u64 {
         self.accepted + self.opened
     }
