@@ -28,9 +28,10 @@ const SLICES_PER_SEND: usize = 64;
 
 /// The most one `sendmsg` or `sendfile` hands the socket of shared bytes or a file
 /// range (a long one goes in several calls, until the socket is full). Larger calls
-/// cost far more per byte: with 1 MiB bodies over loopback and over a veth pair,
-/// CPU per response fell to 0.3–0.7x nginx-sendfile's at 48 KiB a call, from
-/// 1.05–1.3x uncapped (sendfile moves a file 64 KiB a step); 16, 32, 64 and 128 KiB
+/// cost far more per byte: with 1 MiB bodies, CPU per response fell to 0.27x
+/// nginx-sendfile's over loopback and 0.68–0.82x over a veth pair at 48 KiB a call,
+/// from 1.13–1.20x and 1.04–1.05x uncapped (sendfile moves a file 64 KiB a step,
+/// in one call); 16, 32, 64 and 128 KiB
 /// a call did worse than 48 (docs/performance.md, "Bodies by the call"). Each call
 /// then fits one 64 KiB packet (loopback's, or a GSO one), where a 64 KiB step
 /// leaves a short packet behind it.
