@@ -20,6 +20,12 @@ use super::protocol::{Closed, Flow, Protocol, Verdict};
 use super::slab::Token;
 use crate::listen::Address;
 
+/// A connection the test's listener accepted, not yet opened: the next test port's.
+fn adopt_accepted<P: Protocol>(driver: &mut Driver<P, Peer>) -> Token {
+    let peer = driver.registry.peer(None);
+    driver.adopt(peer)
+}
+
 /// What the test's reading says of a connection's wire: it takes output at once, or
 /// only when the test takes it.
 fn peer_edge(reads: PeerReads) -> Edge {
@@ -34,8 +40,9 @@ fn peer_edge(reads: PeerReads) -> Edge {
 /// The harness starts with one connection, established, which the methods without
 /// an id drive; it is opened (`on_open`) before it is first driven, or when the test
 /// calls [`open`](Harness::open). [`accept`](Harness::accept) adds another client's,
-/// driven by the `_on` methods with its id. Connections the protocol opens ([`Io::connect`](super::io::Io::connect))
-/// are listed by [`connecting`](Harness::connecting) until the test
+/// driven by the `_on` methods with its id. Connections the protocol opens
+/// ([`Io::connect`](super::io::Io::connect)) are listed by
+/// [`connecting`](Harness::connecting) until the test
 /// [establishes](Harness::establish) or [fails](Harness::fail_connect) them, and
 /// driven by the `_on` methods. A method given an id the harness never had
 /// panics; one given a closed connection does nothing, as the loop would.
@@ -141,10 +148,8 @@ impl<P: Protocol> Harness<P> {
     /// `protocol` under `config`'s limits and timeouts, as [`new`](Harness::new).
     pub fn with_config(protocol: P, config: Config) -> Harness<P> {
         let start = Instant::now();
-        let mut record = Record::default();
-        let own_peer = record.peer(None);
-        let mut driver = Driver::new(Machine::new(protocol, &config, start), record);
-        let own = driver.adopt(own_peer);
+        let mut driver = Driver::new(Machine::new(protocol, &config, start), Record::default());
+        let own = adopt_accepted(&mut driver);
         Harness { driver, now: start, own, own_opened: false }
     }
 
@@ -159,8 +164,7 @@ impl<P: Protocol> Harness<P> {
     /// [`closed`](Harness::closed)). For a protocol that shares state between its
     /// clients: a pool, a queue, a broadcast.
     pub fn accept(&mut self) -> ConnId {
-        let peer = self.driver.registry.peer(None);
-        let token = self.driver.adopt(peer);
+        let token = adopt_accepted(&mut self.driver);
         self.driver.open(token, None);
         self.settle();
         ConnId::of(token)

@@ -31,17 +31,18 @@ const SLICES_PER_SEND: usize = 64;
 /// cost far more per byte: with 1 MiB bodies, CPU per response fell to 0.27x
 /// nginx-sendfile's over loopback and 0.68–0.82x over a veth pair at 48 KiB a call,
 /// from 1.13–1.20x and 1.04–1.05x uncapped (sendfile moves a file 64 KiB a step,
-/// in one call); 16, 32, 64 and 128 KiB
-/// a call did worse than 48 (docs/performance.md, "Bodies by the call"). Each call
-/// then fits one 64 KiB packet (loopback's, or a GSO one), where a 64 KiB step
-/// leaves a short packet behind it.
+/// in one call); 16, 32, 64 and 128 KiB a call did worse than 48
+/// (docs/performance.md, "Bodies by the call"). Each call then fits one 64 KiB
+/// packet (loopback's, or a GSO one), where a 64 KiB step leaves a short packet
+/// behind it.
 const MOST_PER_CALL: usize = 48 << 10;
 
 /// What a protocol wrote in one call: bytes it copied, and shared bytes and file
 /// ranges it referenced, in the order written. The loop sends it in one system call
 /// when it can: `send` when all of it was copied, `sendmsg` with one slice per piece
 /// when it references shared bytes; a file range with `sendfile`, after the bytes
-/// before it (sent with `MSG_MORE`, so that they share packets).
+/// before it (sent with `MSG_MORE`, so that they share packets). Shared bytes and
+/// file ranges go [`MOST_PER_CALL`] at a time.
 #[derive(Debug, Default)]
 pub(crate) struct Output {
     copied: Vec<u8>,
@@ -231,8 +232,8 @@ impl<'a> Piece<'a> {
 /// Sends the first of `pieces` with one system call: up to 64 pieces in memory, or
 /// [`MOST_PER_CALL`] bytes of them, with one `send` or `sendmsg` (with `MSG_MORE`
 /// when more comes next), or up to [`MOST_PER_CALL`] bytes of a file range with
-/// `sendfile`. Returns the bytes sent and the bytes
-/// offered: fewer sent means the socket is full.
+/// `sendfile`. Returns the bytes sent and the bytes offered: fewer sent means the
+/// socket is full.
 fn send_some<'a>(fd: BorrowedFd<'_>, pieces: impl Iterator<Item = Piece<'a>>) -> io::Result<(usize, usize)> {
     let mut pieces = pieces.peekable();
     let mut slices = [IoSlice::new(&[]); SLICES_PER_SEND];

@@ -177,13 +177,13 @@ pub trait Protocol {
     /// The peer finished sending (it shut down its side: end of stream); its
     /// unconsumed input was handed to `on_data` first: a connection paused with
     /// input held hears of the end only once the pause is over and `on_data` has
-    /// been given that input. [`Flow::Close`] (the default)
-    /// closes the connection once the output already written is sent, as
-    /// [`Closed::ByPeer`]: an answer not yet written (one a backend still owes, for a
-    /// request read before the end) is lost. [`Flow::Continue`] keeps it open for
-    /// writing, half-closed, so that such answers can still be written (by this
-    /// connection's later callbacks, or by another's `write_to`): it closes once it
-    /// is [shut down](Io::shutdown) too, or closed.
+    /// been given that input. [`Flow::Close`] (the default) closes the connection
+    /// once the output already written is sent, as [`Closed::ByPeer`]: an answer not
+    /// yet written (one a backend still owes, for a request read before the end) is
+    /// lost. [`Flow::Continue`] keeps it open for writing, half-closed, so that such
+    /// answers can still be written (by this connection's later callbacks, or by
+    /// another's `write_to`): it closes once it is [shut down](Io::shutdown) too, or
+    /// closed.
     fn on_input_end(&mut self, _conn: &mut Self::Conn, _io: &mut Io<'_>) -> Flow {
         Flow::Close
     }
