@@ -197,7 +197,11 @@ impl Proxy {
                     at += piece.consumed;
                     if !piece.ended {
                         client.phase = Phase::Body(body);
-                        return Verdict::keep(at);
+                        // A read stops at the end of a run of content: on with the rest.
+                        if piece.consumed == 0 || at == input.len() {
+                            return Verdict::keep(at);
+                        }
+                        continue;
                     }
                     exchange.sent = true;
                     let upstream = exchange.upstream;

@@ -65,7 +65,7 @@ impl Proxy {
                     io.write_to(client, &piece[head.as_bytes().len()..]);
                     ended && !interim
                 }
-                ResponseEvent::Body { ended } => {
+                ResponseEvent::Body { ended, .. } => {
                     io.write_to(client, piece);
                     ended
                 }
@@ -113,7 +113,7 @@ impl Proxy {
         let client = self.upstreams.get(&io.id()).and_then(|upstream| upstream.client);
         if let Some(client) = client {
             if let Ok(framed) = reader.read(&[], Stream::Ended) {
-                if framed.event == (ResponseEvent::Body { ended: true }) {
+                if matches!(framed.event, ResponseEvent::Body { ended: true, .. }) {
                     self.finish(client, Ending { reusable: false }, io);
                 }
             }

@@ -1,10 +1,11 @@
 //! The response reader against two oracles. The input read as a connection's bytes,
-//! whole and cut in two: the same responses (each head, the bytes of each body, and
-//! whether each ended) and the same error either way, however the events fell. And
+//! whole and cut in two: the same responses (each head, the bytes of each body, its
+//! content, and whether each ended) and the same error either way, however the
+//! events fell. And
 //! the input read as a recipe for responses (status, version, reason, header fields,
 //! a body of a given length or chunked, or delimited by the close): the reader reads
-//! what was built as exactly what was built, header fields in order, whole and cut
-//! anywhere.
+//! what was built as exactly what was built, header fields in order, each body's
+//! content without its chunk framing, whole and cut anywhere.
 #![no_main]
 
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
@@ -31,7 +32,7 @@ fuzz_target!(|data: &[u8]| {
 });
 
 /// A response as its events add up: what its head says, the bytes of its body
-/// (chunk framing included), and whether it ended.
+/// (chunk framing included), its content, and whether it ended.
 #[derive(Debug, PartialEq, Eq)]
 struct Response {
     status: u16,
@@ -42,6 +43,7 @@ struct Response {
     headers: Vec<(Vec<u8>, Vec<u8>)>,
     head_len: usize,
     body_len: usize,
+    content: Vec<u8>,
     ended: bool,
 }
 
@@ -57,6 +59,7 @@ impl Response {
             headers: head.headers().map(|(name, value)| (name.to_vec(), value.to_vec())).collect(),
             head_len: head.as_bytes().len(),
             body_len: 0,
+            content: Vec::new(),
             ended: false,
         }
     }
@@ -79,6 +82,7 @@ fn read(method: Method, pieces: &[&[u8]]) -> (Vec<Response>, Option<ResponseErro
                     // were cut: the call that fails tells none of its own.
                     if let Some(last) = responses.last_mut().filter(|last| !last.ended) {
                         last.body_len = 0;
+                        last.content.clear();
                     }
                     return (responses, Some(error));
                 }
@@ -92,14 +96,18 @@ fn read(method: Method, pieces: &[&[u8]]) -> (Vec<Response>, Option<ResponseErro
                     assert!(ended || framed.consumed == head_len, "a head alone is its length");
                     responses.push(Response {
                         body_len: framed.consumed - head_len,
+                        content: pending[head_len..framed.consumed].to_vec(),
                         ended,
                         ..Response::of(&head)
                     });
                 }
-                ResponseEvent::Body { ended } => {
+                ResponseEvent::Body { content, ended, .. } => {
+                    let start = framed.consumed - content.len();
+                    assert_eq!(content.as_ptr(), pending[start..].as_ptr(), "the last bytes consumed");
                     let last =
                         responses.last_mut().filter(|last| !last.ended).expect("a body after its head");
                     last.body_len += framed.consumed;
+                    last.content.extend_from_slice(content);
                     last.ended = ended;
                 }
             }
@@ -170,7 +178,7 @@ fn build_one(method: Method, recipe: &mut Unstructured<'_>) -> Result<(Vec<u8>, 
         add("Connection", value);
     }
     let body_len = recipe.int_in_range(0..=300usize)?;
-    let mut body = Vec::new();
+    let (mut body, mut content) = (Vec::new(), Vec::new());
     let kind = match framing {
         _ if interim => BodyKind::None,
         Framing::Length => {
@@ -179,6 +187,7 @@ fn build_one(method: Method, recipe: &mut Unstructured<'_>) -> Result<(Vec<u8>, 
                 BodyKind::None
             } else {
                 body = vec![b'b'; body_len];
+                content = body.clone();
                 BodyKind::Length(body_len as u64)
             }
         }
@@ -188,12 +197,14 @@ fn build_one(method: Method, recipe: &mut Unstructured<'_>) -> Result<(Vec<u8>, 
                 BodyKind::None
             } else {
                 body = chunked(body_len, eol, recipe)?;
+                content = vec![b'c'; body_len];
                 BodyKind::Chunked
             }
         }
         Framing::UntilClose if no_body => BodyKind::None,
         Framing::UntilClose => {
             body = vec![b'u'; body_len];
+            content = body.clone();
             BodyKind::UntilClose
         }
     };
@@ -219,6 +230,7 @@ fn build_one(method: Method, recipe: &mut Unstructured<'_>) -> Result<(Vec<u8>, 
         headers,
         head_len: head.len(),
         body_len: body.len(),
+        content,
         ended: true,
     };
     let mut text = head.into_bytes();

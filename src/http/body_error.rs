@@ -6,11 +6,14 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BodyError {
     /// A chunk size is not hex or overflows, a chunk extension has a control byte,
-    /// or chunk data is not followed by CRLF.
+    /// or chunk data is not followed by CRLF; by the strict grammar, also a line
+    /// ended by a bare LF, white space or an extension the grammar does not allow,
+    /// or a size of more than 16 digits or of 2^63 or more.
     Chunk,
     /// A chunk-size line, with its extensions, is longer than 4 KiB.
     SizeLineTooLong,
-    /// A line of the trailer section breaks the field grammar.
+    /// A line of the trailer section breaks the field grammar (or, by the strict
+    /// grammar, ends in a bare LF).
     Trailer,
     /// The trailer section is larger than 64 KiB.
     TrailersTooLarge,

@@ -1,6 +1,7 @@
-//! The chunked transfer coding, framed as it arrives: where a chunked body ends,
-//! found by a state machine that resumes where the last bytes left it, so a body
-//! that comes one byte at a time costs one step per byte and is never scanned again.
+//! The chunked transfer coding, read as it arrives: where a chunked body ends and
+//! which of its bytes are content, found by a state machine that resumes where the
+//! last bytes left it, so a body that comes one byte at a time costs one step per
+//! byte and is never scanned again.
 //!
 //! RFC 9112, 7.1:
 //! ```text
@@ -10,12 +11,18 @@
 //! last-chunk      = 1*("0") [ chunk-ext ] CRLF
 //! chunk-data      = 1*OCTET ; a sequence of chunk-size octets
 //! chunk-ext       = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] )
+//! chunk-ext-name  = token
+//! chunk-ext-val   = token / quoted-string
 //! trailer-section = *( field-line CRLF )
 //! ```
-//! As everywhere in percore, a bare LF ends a line as CRLF does (RFC 9112, 2.2).
+//! Two grammars: an endpoint's ([`ChunkGrammar::Lenient`]), which ends a line at a
+//! bare LF as at CRLF (RFC 9112, 2.2), lets white space trail a size and skips
+//! extensions unchecked; and an intermediary's ([`ChunkGrammar::Strict`]), which
+//! takes exactly the grammar above, so that nothing it forwards could be framed
+//! otherwise by the next hop.
 
 use super::body_error::BodyError;
-use super::syntax::{field_lines, find_head_end, is_value_byte};
+use super::syntax::{field_lines, find_head_end, is_tchar, is_value_byte};
 
 /// The longest chunk-size line, extensions and line end included. Extensions are
 /// ignored, and no server sends kilobytes of them; without a limit a server could
@@ -26,10 +33,53 @@ pub(crate) const MAX_SIZE_LINE: usize = 4 * 1024;
 /// it is consumed, so the caller holds it meanwhile: the same 64 KiB as a head.
 pub(crate) const MAX_TRAILERS: usize = 64 * 1024;
 
-/// How far a chunked body has been framed.
+/// The most hex digits of a chunk size the strict grammar takes: 16 make any size
+/// below 2^64, and a sender has no use for leading zeros past them.
+const MAX_SIZE_DIGITS: u8 = 16;
+
+/// How strictly a chunked body's framing is read: as an endpoint may, or as an
+/// intermediary must, so that what it forwards cannot be framed two ways.
+///
+/// ```
+/// use percore::http::{BodyError, BodyFramer, ChunkGrammar};
+/// // A size line ended by a bare LF inside an extension: a backend that ends size
+/// // lines only at CRLF reads `xx` as part of the extension, not as data.
+/// let body = b"2;\nxx\r\n0\r\n\r\n";
+/// assert!(BodyFramer::chunked().read(body).is_ok());
+/// let strict = BodyFramer::chunked().with_grammar(ChunkGrammar::Strict).read(body);
+/// assert_eq!(strict, Err(BodyError::Chunk));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ChunkGrammar {
+    /// An endpoint's reading (RFC 9112, 2.2): a bare LF ends a line as CRLF does,
+    /// white space may trail the size, extensions are skipped unchecked (but for
+    /// control bytes), and a size may have any number of leading zeros. What
+    /// `percore bench` reads servers' answers with.
+    #[default]
+    Lenient,
+    /// An intermediary's reading (RFC 9112, 7.1, exactly): CRLF only, in size
+    /// lines, after data and in the trailer section; extensions checked
+    /// (`;name[=token|quoted-string]`, white space only where `BWS` is); at most 16
+    /// hex digits and a size below 2^63. What a proxy reads bodies with before it
+    /// frames them again.
+    Strict,
+}
+
+/// How far a chunked body has been read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct ChunkedBody {
     part: Part,
+    grammar: ChunkGrammar,
+}
+
+/// What one [`ChunkedBody::read`] found: the bytes consumed, the content among them
+/// (their last `content` bytes), and, once the body ended, its trailer section.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Chunked {
+    pub(crate) consumed: usize,
+    pub(crate) content: usize,
+    /// The trailer section's field lines and its empty line, where the body ended.
+    pub(crate) trailers: Option<(usize, usize)>,
 }
 
 /// The part of the body the next byte belongs to.
@@ -53,17 +103,26 @@ impl Default for Part {
 }
 
 impl ChunkedBody {
-    /// Frames on through `body`, the bytes that follow those consumed so far: how
-    /// many of them were consumed, and whether the body ended there. Bytes left
-    /// unconsumed (an incomplete trailer section) must be handed in again, with what
-    /// arrives next.
-    pub(crate) fn read(&mut self, body: &[u8]) -> Result<(usize, bool), BodyError> {
+    pub(crate) fn new(grammar: ChunkGrammar) -> ChunkedBody {
+        ChunkedBody { part: Part::default(), grammar }
+    }
+
+    /// Reads on through `body`, the bytes that follow those consumed so far, up to
+    /// the end of the first run of content in them (or the body's end): how many
+    /// bytes were consumed, how many of the last of them are content, and the
+    /// trailer section's place if the body ended. Call again with the rest while
+    /// the body goes on. Bytes left unconsumed (an incomplete trailer section) must
+    /// be handed in again, with what arrives next.
+    pub(crate) fn read(&mut self, body: &[u8]) -> Result<Chunked, BodyError> {
+        let strict = self.grammar == ChunkGrammar::Strict;
         let mut at = 0;
         loop {
             let rest = &body[at..];
             match &mut self.part {
                 Part::SizeLine(line) => {
-                    let Some((len, size)) = line.read(rest)? else { return Ok((body.len(), false)) };
+                    let Some((len, size)) = line.read(rest, self.grammar)? else {
+                        return Ok(Chunked { consumed: body.len(), content: 0, trailers: None });
+                    };
                     at += len;
                     self.part = match size {
                         0 => Part::Trailers { scanned: 0 },
@@ -73,31 +132,32 @@ impl ChunkedBody {
                 Part::Data { left } => {
                     // A chunk larger than memory is still only counted down.
                     let take = usize::try_from(*left).map_or(rest.len(), |left| left.min(rest.len()));
-                    at += take;
                     *left -= take as u64;
-                    if *left > 0 {
-                        return Ok((at, false));
+                    if *left == 0 {
+                        self.part = Part::DataEnd { cr: false };
                     }
-                    self.part = Part::DataEnd { cr: false };
+                    return Ok(Chunked { consumed: at + take, content: take, trailers: None });
                 }
                 Part::DataEnd { cr } => match (rest.first(), *cr) {
-                    (None, _) => return Ok((at, false)),
+                    (None, _) => return Ok(Chunked { consumed: at, content: 0, trailers: None }),
                     (Some(b'\r'), false) => {
                         *cr = true;
                         at += 1;
                     }
-                    (Some(b'\n'), _) => {
+                    (Some(b'\n'), cr) if cr || !strict => {
                         at += 1;
                         self.part = Part::default();
                     }
                     _ => return Err(BodyError::Chunk),
                 },
                 Part::Trailers { scanned } => {
-                    return match trailers_len(rest, *scanned)? {
-                        Some(len) => Ok((at + len, true)),
+                    return match trailers_len(rest, *scanned, self.grammar)? {
+                        Some(len) => {
+                            Ok(Chunked { consumed: at + len, content: 0, trailers: Some((at, len)) })
+                        }
                         None => {
                             *scanned = rest.len();
-                            Ok((at, false))
+                            Ok(Chunked { consumed: at, content: 0, trailers: None })
                         }
                     };
                 }
@@ -112,16 +172,34 @@ impl ChunkedBody {
 struct SizeLine {
     len: usize,
     size: u64,
+    digits: u8,
     phase: Phase,
 }
 
+/// Where in a chunk-size line the next byte falls. The lenient grammar knows the
+/// digits, the rest of the line, and a CR; the strict one walks `chunk-ext`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Phase {
     /// `chunk-size`: hex digits.
     #[default]
     Digits,
-    /// After the digits: white space, then `chunk-ext` once its `;` came (`named`).
-    Extensions { named: bool },
+    /// Lenient: after the digits, white space, then anything once a `;` came (`named`).
+    Skipped { named: bool },
+    /// Strict: after the size or an extension; `BWS ";"`, or the CR.
+    AfterPart,
+    /// Strict: `BWS` that only a `;` may follow (after the size or a value), or a
+    /// `;` or `=` (after a name: `or_value`).
+    Space { or_value: bool },
+    /// Strict: after `;`, `BWS` then a name.
+    NameStart,
+    /// Strict: in `chunk-ext-name`.
+    Name,
+    /// Strict: after `=`, `BWS` then a token or a quoted string.
+    ValueStart,
+    /// Strict: in a token value.
+    Token,
+    /// Strict: in a quoted string; `escaped` after its backslash.
+    Quoted { escaped: bool },
     /// A CR, which only an LF may follow.
     Cr,
 }
@@ -129,57 +207,101 @@ enum Phase {
 impl SizeLine {
     /// Reads on through `bytes`: once the line ends, how many of them it took and
     /// the chunk size; `None` while it goes on (then all of them belong to it).
-    fn read(&mut self, bytes: &[u8]) -> Result<Option<(usize, u64)>, BodyError> {
+    fn read(&mut self, bytes: &[u8], grammar: ChunkGrammar) -> Result<Option<(usize, u64)>, BodyError> {
         for (at, &byte) in bytes.iter().enumerate() {
             self.len += 1;
             if self.len > MAX_SIZE_LINE {
                 return Err(BodyError::SizeLineTooLong);
             }
-            if self.ends_with(byte)? {
+            let ended = match grammar {
+                ChunkGrammar::Lenient => self.lenient(byte)?,
+                ChunkGrammar::Strict => self.strict(byte)?,
+            };
+            if ended {
                 return Ok(Some((at + 1, self.size)));
             }
         }
         Ok(None)
     }
 
-    /// Takes one byte of the line; whether it is the line's last.
-    fn ends_with(&mut self, byte: u8) -> Result<bool, BodyError> {
-        if self.phase == Phase::Digits {
-            match char::from(byte).to_digit(16) {
-                Some(digit) => {
-                    let size = self.size.checked_mul(16).and_then(|size| size.checked_add(u64::from(digit)));
-                    self.size = size.ok_or(BodyError::Chunk)?;
-                    return Ok(false);
-                }
-                // `1*HEXDIG`: the size may not be missing.
-                None if self.len == 1 => return Err(BodyError::Chunk),
-                None => self.phase = Phase::Extensions { named: false },
-            }
+    /// Takes a hex digit of the size: whether `byte` was one.
+    fn digit(&mut self, byte: u8, grammar: ChunkGrammar) -> Result<bool, BodyError> {
+        let Some(digit) = char::from(byte).to_digit(16) else {
+            // `1*HEXDIG`: the size may not be missing.
+            return if self.digits == 0 { Err(BodyError::Chunk) } else { Ok(false) };
+        };
+        self.digits = self.digits.saturating_add(1);
+        let size = self.size.checked_mul(16).and_then(|size| size.checked_add(u64::from(digit)));
+        self.size = size.ok_or(BodyError::Chunk)?;
+        if grammar == ChunkGrammar::Strict && (self.digits > MAX_SIZE_DIGITS || self.size >= 1 << 63) {
+            return Err(BodyError::Chunk);
         }
-        // Extensions are ignored, so only what could hide a line end is refused: a
-        // control byte, or anything but white space before the first `;`. Trailing
-        // white space is let through, as servers send it.
+        Ok(true)
+    }
+
+    /// One byte, by the lenient grammar: whether it ends the line. Extensions are
+    /// skipped, so only what could hide a line end is refused: a control byte, or
+    /// anything but white space before the first `;`.
+    fn lenient(&mut self, byte: u8) -> Result<bool, BodyError> {
+        if self.phase == Phase::Digits {
+            if self.digit(byte, ChunkGrammar::Lenient)? {
+                return Ok(false);
+            }
+            self.phase = Phase::Skipped { named: false };
+        }
         match (self.phase, byte) {
-            (Phase::Extensions { .. } | Phase::Cr, b'\n') => Ok(true),
-            (Phase::Extensions { .. }, b'\r') => {
+            (_, b'\n') => Ok(true),
+            (Phase::Cr, _) => Err(BodyError::Chunk),
+            (_, b'\r') => {
                 self.phase = Phase::Cr;
                 Ok(false)
             }
-            (Phase::Extensions { named: false }, b' ' | b'\t') => Ok(false),
-            (Phase::Extensions { .. }, b';') => {
-                self.phase = Phase::Extensions { named: true };
+            (Phase::Skipped { named: false }, b' ' | b'\t') => Ok(false),
+            (_, b';') => {
+                self.phase = Phase::Skipped { named: true };
                 Ok(false)
             }
-            (Phase::Extensions { named: true }, byte) if is_value_byte(byte) => Ok(false),
+            (Phase::Skipped { named: true }, byte) if is_value_byte(byte) => Ok(false),
             _ => Err(BodyError::Chunk),
         }
+    }
+
+    /// One byte, by the strict grammar: whether it ends the line.
+    fn strict(&mut self, byte: u8) -> Result<bool, BodyError> {
+        let is_space = matches!(byte, b' ' | b'\t');
+        self.phase = match (self.phase, byte) {
+            (Phase::Digits, _) if self.digit(byte, ChunkGrammar::Strict)? => Phase::Digits,
+            (Phase::Cr, b'\n') => return Ok(true),
+            (Phase::Cr, _) => return Err(BodyError::Chunk),
+            // Where the line may end: after the size, a name, or a value.
+            (Phase::Digits | Phase::AfterPart | Phase::Name | Phase::Token, b'\r') => Phase::Cr,
+            (Phase::Digits | Phase::AfterPart | Phase::Name | Phase::Token | Phase::Space { .. }, b';') => {
+                Phase::NameStart
+            }
+            (Phase::Name | Phase::Space { or_value: true }, b'=') => Phase::ValueStart,
+            (Phase::Digits | Phase::AfterPart | Phase::Token, _) if is_space => {
+                Phase::Space { or_value: false }
+            }
+            (Phase::Name, _) if is_space => Phase::Space { or_value: true },
+            (space @ (Phase::Space { .. } | Phase::NameStart | Phase::ValueStart), _) if is_space => space,
+            (Phase::NameStart | Phase::Name, _) if is_tchar(byte) => Phase::Name,
+            (Phase::ValueStart | Phase::Token, _) if is_tchar(byte) => Phase::Token,
+            (Phase::ValueStart, b'"') => Phase::Quoted { escaped: false },
+            (Phase::Quoted { escaped: false }, b'"') => Phase::AfterPart,
+            (Phase::Quoted { escaped: false }, b'\\') => Phase::Quoted { escaped: true },
+            // qdtext and quoted-pair: HTAB, SP, VCHAR, obs-text (the `"` and `\` of
+            // qdtext were taken above).
+            (Phase::Quoted { .. }, _) if is_value_byte(byte) => Phase::Quoted { escaped: false },
+            _ => return Err(BodyError::Chunk),
+        };
+        Ok(false)
     }
 }
 
 /// The length of `trailer-section CRLF` at the start of `section`, every field line
 /// checked, or `None` while its empty line has not arrived; `scanned` bytes of it
 /// were searched before, so only the new ones are.
-fn trailers_len(section: &[u8], scanned: usize) -> Result<Option<usize>, BodyError> {
+fn trailers_len(section: &[u8], scanned: usize, grammar: ChunkGrammar) -> Result<Option<usize>, BodyError> {
     let end = match section {
         // No trailers: the empty line comes at once, with no line end before it.
         [b'\n', ..] => Some(1),
@@ -192,80 +314,20 @@ fn trailers_len(section: &[u8], scanned: usize) -> Result<Option<usize>, BodyErr
         return Err(BodyError::TrailersTooLarge);
     }
     let Some(end) = end else { return Ok(None) };
-    for field in field_lines(&section[..end]) {
+    let section = &section[..end];
+    if grammar == ChunkGrammar::Strict && has_bare_lf(section) {
+        return Err(BodyError::Trailer);
+    }
+    for field in field_lines(section) {
         field.map_err(|_| BodyError::Trailer)?;
     }
     Ok(Some(end))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Frames `body` handed in `piece` bytes at a time, as a caller does: what is
-    /// left unconsumed comes again with the next piece. Returns the bytes consumed
-    /// when the body ended (`None` if it did not) and the most bytes ever handed in.
-    fn frame_in_pieces(body: &[u8], piece: usize) -> Result<(Option<usize>, usize), BodyError> {
-        let (mut chunked, mut consumed, mut most_handed) = (ChunkedBody::default(), 0, 0);
-        let mut received = 0;
-        while received < body.len() {
-            received = (received + piece).min(body.len());
-            let handed = &body[consumed..received];
-            most_handed = most_handed.max(handed.len());
-            let (len, ended) = chunked.read(handed)?;
-            assert!(len <= handed.len());
-            consumed += len;
-            if ended {
-                return Ok((Some(consumed), most_handed));
-            }
-        }
-        Ok((None, most_handed))
-    }
-
-    #[test]
-    fn a_body_fed_one_byte_at_a_time_is_consumed_as_it_comes() {
-        let mut body = Vec::new();
-        for size in 1..200 {
-            body.extend_from_slice(format!("{size:x};ext=\"v\"\r\n").as_bytes());
-            body.extend(std::iter::repeat_n(b'x', size));
-            body.extend_from_slice(b"\r\n");
-        }
-        let trailers = "0\r\nX-Trailer: 1\r\n\r\n";
-        body.extend_from_slice(trailers.as_bytes());
-        // Every byte is consumed as it comes, but for the trailer section, held back
-        // until it is whole: a caller hands each byte in once, and the framer steps
-        // through it once, so the work is linear in the body's length.
-        assert_eq!(frame_in_pieces(&body, 1), Ok((Some(body.len()), trailers.len() - 3)));
-        assert_eq!(frame_in_pieces(&body, body.len()), Ok((Some(body.len()), body.len())));
-    }
-
-    #[test]
-    fn a_size_line_is_limited() {
-        assert_eq!(MAX_SIZE_LINE, 4096, "4 KiB, as documented");
-        let padding = " ".repeat(MAX_SIZE_LINE - 3);
-        let longest = format!("5{padding}\r\nhello\r\n0\r\n\r\n");
-        assert_eq!(frame_in_pieces(longest.as_bytes(), 7), Ok((Some(longest.len()), 7)));
-        let too_long = format!("5{padding} \r\nhello\r\n0\r\n\r\n");
-        assert_eq!(frame_in_pieces(too_long.as_bytes(), 7), Err(BodyError::SizeLineTooLong));
-        let endless = format!("5;{}", "x".repeat(MAX_SIZE_LINE));
-        assert_eq!(frame_in_pieces(endless.as_bytes(), 1000), Err(BodyError::SizeLineTooLong));
-    }
-
-    #[test]
-    fn a_trailer_section_is_limited() {
-        let field = |len: usize| format!("X: {}\r\n", "t".repeat(len - 5));
-        let largest = format!("0\r\n{}\r\n", field(MAX_TRAILERS - 2));
-        assert_eq!(frame_in_pieces(largest.as_bytes(), 4096), Ok((Some(largest.len()), MAX_TRAILERS)));
-        let too_large = format!("0\r\n{}\r\n", field(MAX_TRAILERS - 1));
-        assert_eq!(frame_in_pieces(too_large.as_bytes(), 4096), Err(BodyError::TrailersTooLarge));
-        let endless = format!("0\r\n{}", "X: t\r\n".repeat(MAX_TRAILERS));
-        assert_eq!(frame_in_pieces(endless.as_bytes(), 4096), Err(BodyError::TrailersTooLarge));
-    }
-
-    #[test]
-    fn a_chunk_larger_than_memory_is_counted_down() {
-        let mut chunked = ChunkedBody::default();
-        assert_eq!(chunked.read(b"fffffffffffffff0\r\nabc"), Ok((21, false)));
-        assert_eq!(chunked.part, Part::Data { left: 0xffff_ffff_ffff_fff0 - 3 });
-    }
+/// Whether a line of `section` ends in an LF without its CR.
+fn has_bare_lf(section: &[u8]) -> bool {
+    section.iter().enumerate().any(|(at, &b)| b == b'\n' && (at == 0 || section[at - 1] != b'\r'))
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,8 +1,8 @@
 //! The client side's response parse, for a load generator and for a proxy:
 //! [`ResponseReader`] reads the responses of one connection as their bytes arrive and
 //! tells, one event per call, each response's head once it is whole, then its body
-//! as it comes, then where the response ends and whether the connection can carry
-//! the next request. A body is framed, never decoded.
+//! as it comes (its content, without a chunked body's framing), then where the
+//! response ends and whether the connection can carry the next request.
 //!
 //! RFC 9112, sections 2.2 and 6.3:
 //! ```text
@@ -12,7 +12,8 @@
 //! head must be whole before it is parsed; a body is consumed as it comes, so however
 //! long a server's body (or however endless), the caller's memory stays bounded.
 
-use super::body::BodyFramer;
+use super::body::{BodyFramer, BodyPiece, Trailers};
+use super::chunked::ChunkGrammar;
 use super::parse::Method;
 use super::response_error::ResponseError;
 use super::response_head::{check_version_prefix, BodyKind, Framing, ResponseHead};
@@ -44,7 +45,8 @@ pub struct Framed<'a> {
 
 /// The next step of a response, in the order they come: its head, then its body
 /// piece by piece, up to the piece that ends it. A response that arrives whole (a
-/// head whose body is empty, or whose body came with it) is one event.
+/// head whose body is empty, or whose body of known length came with it) is one
+/// event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ResponseEvent<'a> {
     /// Nothing was consumed: more input is needed. At [`Stream::Ended`] none will
@@ -52,7 +54,9 @@ pub enum ResponseEvent<'a> {
     Partial,
     /// The head is whole: `consumed` is its length when the body is still to come.
     /// When `ended`, the response ended within the input: its body, if it has one,
-    /// came whole and was consumed with the head (`input[head.as_bytes().len()..consumed]`).
+    /// came whole and was consumed with the head (`input[head.as_bytes().len()..consumed]`,
+    /// its content: a chunked body always comes as [`Body`](ResponseEvent::Body)
+    /// events, which give its content without its framing).
     Head {
         /// The head, borrowed from the input.
         head: ResponseHead<'a>,
@@ -60,10 +64,16 @@ pub enum ResponseEvent<'a> {
         ended: bool,
     },
     /// `consumed` bytes of the body, chunk framing and trailers included (as they are
-    /// on the wire), and whether the body, and so the response, ended with them.
-    /// Unless it ended, the input was used up (but for a trailer section still
-    /// arriving, which is consumed once whole).
+    /// on the wire), the content among them, and whether the body, and so the
+    /// response, ended with them. A call stops at the end of a run of content (a
+    /// chunk's data); call again with the rest.
     Body {
+        /// The content among the bytes consumed, their last: a chunk's data (or what
+        /// came of it) without its framing; all of them for a body of known length
+        /// or one delimited by the close.
+        content: &'a [u8],
+        /// A chunked body's trailer section, on the piece that ended it; else empty.
+        trailers: Trailers<'a>,
         /// The response ended with the bytes consumed.
         ended: bool,
     },
@@ -98,11 +108,13 @@ impl Framed<'_> {
 /// assert!(matches!(head.event, ResponseEvent::Head { ended: false, .. }));
 /// assert_eq!(head.consumed, 38);
 /// let body = reader.read(&input[38..], Stream::Open)?;
-/// assert_eq!((body.consumed, body.event), (3, ResponseEvent::Body { ended: false }));
+/// let content = b"hel";
+/// assert_eq!((body.consumed, body.event), (3, ResponseEvent::Body { content, trailers: Default::default(), ended: false }));
 /// // The rest of the body, and the response ends; the next one is left for the next call.
 /// let input = b"loHTTP/1.1 204 No Content\r\n\r\n";
 /// let rest = reader.read(input, Stream::Open)?;
-/// assert_eq!((rest.consumed, rest.event), (2, ResponseEvent::Body { ended: true }));
+/// assert!(matches!(rest.event, ResponseEvent::Body { content: b"lo", ended: true, .. }));
+/// assert_eq!(rest.consumed, 2);
 /// // A 204 has no body: its head ends it.
 /// let next = reader.read(&input[2..], Stream::Open)?;
 /// let ResponseEvent::Head { head, ended: true } = next.event else { panic!("a whole response") };
@@ -112,6 +124,7 @@ impl Framed<'_> {
 #[derive(Clone, Debug)]
 pub struct ResponseReader {
     method: Method,
+    grammar: ChunkGrammar,
     state: State,
     /// The last head parsed, and what it says.
     last_head: Vec<u8>,
@@ -149,10 +162,17 @@ impl ResponseReader {
     pub fn new(method: Method) -> ResponseReader {
         ResponseReader {
             method,
+            grammar: ChunkGrammar::Lenient,
             state: State::Head { scanned: 0 },
             last_head: Vec::new(),
             last_framing: None,
         }
+    }
+
+    /// This reader, reading chunked bodies by `grammar` ([`ChunkGrammar::Strict`] for
+    /// a proxy, which frames what it forwards again); lenient by default.
+    pub fn with_grammar(self, grammar: ChunkGrammar) -> ResponseReader {
+        ResponseReader { grammar, ..self }
     }
 
     /// Reads the responses that follow to requests of `method`, from the next head on:
@@ -175,25 +195,30 @@ impl ResponseReader {
     pub fn read<'a>(&mut self, input: &'a [u8], stream: Stream) -> Result<Framed<'a>, ResponseError> {
         match self.state {
             State::Body(mut left) => {
-                let (consumed, ended) = left.read(input, stream)?;
+                let piece = left.read(input, stream)?;
+                let ended = piece.ended;
                 self.state = if ended { State::Head { scanned: 0 } } else { State::Body(left) };
-                if consumed == 0 && !ended {
+                if piece.consumed == 0 && !ended {
                     return Ok(Framed::PARTIAL);
                 }
-                Ok(Framed { consumed, event: ResponseEvent::Body { ended } })
+                let event = ResponseEvent::Body { content: piece.content, trailers: piece.trailers, ended };
+                Ok(Framed { consumed: piece.consumed, event })
             }
             State::Head { scanned } => {
                 let Some((head, framing)) = self.head(input, scanned)? else {
                     self.state = State::Head { scanned: input.len() };
                     return Ok(Framed::PARTIAL);
                 };
-                let left = BodyLeft::of(framing.body());
+                let left = BodyLeft::of(framing.body(), self.grammar);
                 // A body that came whole with its head is consumed with it, and the
                 // response ends in one call. One that did not, or that breaks the
                 // grammar, is left for the calls that follow: the head comes first.
+                // A chunked body too, whose content is not the bytes after the head.
                 let mut trial = left;
                 let (consumed, ended) = match trial.read(&input[head.len()..], stream) {
-                    Ok((body_len, true)) => (head.len() + body_len, true),
+                    Ok(piece) if piece.ended && framing.body() != BodyKind::Chunked => {
+                        (head.len() + piece.consumed, true)
+                    }
                     _ => (head.len(), false),
                 };
                 self.state = if ended { State::Head { scanned: 0 } } else { State::Body(left) };
@@ -244,26 +269,28 @@ impl ResponseReader {
 }
 
 impl BodyLeft {
-    /// All of a body delimited as `kind` says.
-    fn of(kind: BodyKind) -> BodyLeft {
+    /// All of a body delimited as `kind` says, a chunked one read by `grammar`.
+    fn of(kind: BodyKind, grammar: ChunkGrammar) -> BodyLeft {
         match kind {
             BodyKind::None => BodyLeft::Nothing,
             BodyKind::Length(length) => BodyLeft::Framed(BodyFramer::length(length)),
-            BodyKind::Chunked => BodyLeft::Framed(BodyFramer::chunked()),
+            BodyKind::Chunked => BodyLeft::Framed(BodyFramer::chunked().with_grammar(grammar)),
             BodyKind::UntilClose => BodyLeft::UntilClose,
         }
     }
 
-    /// Consumes what belongs to the body from `body`: how much, and whether the body
-    /// ended there.
-    fn read(&mut self, body: &[u8], stream: Stream) -> Result<(usize, bool), ResponseError> {
+    /// Consumes what belongs to the body from `body`, to the end of a run of content:
+    /// how much, the content, and whether the body ended there.
+    fn read<'a>(&mut self, body: &'a [u8], stream: Stream) -> Result<BodyPiece<'a>, ResponseError> {
         match self {
-            BodyLeft::Nothing => Ok((0, true)),
-            BodyLeft::Framed(framer) => {
-                let piece = framer.read(body)?;
-                Ok((piece.consumed, piece.ended))
+            BodyLeft::Nothing => {
+                Ok(BodyPiece { consumed: 0, content: &[], trailers: Trailers::default(), ended: true })
             }
-            BodyLeft::UntilClose => Ok((body.len(), stream == Stream::Ended)),
+            BodyLeft::Framed(framer) => Ok(framer.read(body)?),
+            BodyLeft::UntilClose => {
+                let ended = stream == Stream::Ended;
+                Ok(BodyPiece { consumed: body.len(), content: body, trailers: Trailers::default(), ended })
+            }
         }
     }
 }

@@ -114,7 +114,12 @@ pub(crate) fn split_field(line: &[u8]) -> Option<(&[u8], &[u8])> {
 /// value trimmed, its bytes not checked again (a proxy walks a head's fields more
 /// than once). What `Request::headers` and `ResponseHead::headers` give.
 pub(crate) fn checked_fields(head: &[u8]) -> CheckedFields<'_> {
-    CheckedFields { rest: next_line(head).1 }
+    checked_block(next_line(head).1)
+}
+
+/// The header fields of a checked block with no start line (a trailer section).
+pub(crate) fn checked_block(block: &[u8]) -> CheckedFields<'_> {
+    CheckedFields { rest: block }
 }
 
 /// The iterator [`checked_fields`] returns.

@@ -262,8 +262,11 @@ impl Load {
                 return Err(Lost::Read);
             }
             match framed.event {
-                // The input is used up, or what is left waits for more.
-                ResponseEvent::Partial | ResponseEvent::Body { ended: false } => break,
+                // What is left waits for more.
+                ResponseEvent::Partial => break,
+                // A piece of a body: the rest of the input is read on (a piece that
+                // consumed nothing is a partial one).
+                ResponseEvent::Body { ended: false, .. } => continue,
                 // An interim response (100 Continue): the final one follows, within
                 // the same deadline and the same size.
                 ResponseEvent::Head { head, .. } if head.is_interim() => continue,
@@ -273,7 +276,7 @@ impl Load {
                         continue;
                     }
                 }
-                ResponseEvent::Body { ended: true } => {}
+                ResponseEvent::Body { ended: true, .. } => {}
             }
             // The response ended.
             if conn.in_flight == 0 {

@@ -25,7 +25,7 @@ impl Head {
             version: head.version(),
             keep_alive: head.keep_alive(),
             body: head.body(),
-            headers: head.headers().map(|(name, value)| (text(name), text(value))).collect(),
+            headers: fields(head.headers()),
             len: head.as_bytes().len(),
         }
     }
@@ -34,17 +34,25 @@ impl Head {
 /// An event as a test keeps it, with the bytes its call consumed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Seen {
-    Head { head: Head, consumed: usize, ended: bool },
-    Body { consumed: usize, ended: bool },
+    Head { head: Head, consumed: usize, content: Vec<u8>, ended: bool },
+    Body { consumed: usize, content: Vec<u8>, trailers: Vec<(String, String)>, ended: bool },
 }
 
-/// A response as its events add up: its head, the bytes of its body, and whether it
-/// ended.
+/// A response as its events add up: its head, the bytes of its body on the wire, its
+/// content and trailers, and whether it ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Response {
     head: Head,
     body: usize,
+    content: Vec<u8>,
+    trailers: Vec<(String, String)>,
     ended: bool,
+}
+
+/// Header fields as a test keeps them.
+fn fields<'a>(fields: impl Iterator<Item = (&'a [u8], &'a [u8])>) -> Vec<(String, String)> {
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    fields.map(|(name, value)| (text(name), text(value))).collect()
 }
 
 /// Reads `pieces` as a connection's reads with one reader, as a caller does: what a
@@ -73,11 +81,15 @@ fn read_pieces(
                 ResponseEvent::Head { head, ended } => {
                     assert!(ended || consumed == head.as_bytes().len(), "a head alone is its length");
                     assert!(consumed >= head.as_bytes().len() && pending.starts_with(head.as_bytes()));
-                    Seen::Head { head: Head::of(&head), consumed, ended }
+                    let content = pending[head.as_bytes().len()..consumed].to_vec();
+                    Seen::Head { head: Head::of(&head), consumed, content, ended }
                 }
-                ResponseEvent::Body { ended } => {
+                ResponseEvent::Body { content, trailers, ended } => {
                     assert!(ended || consumed > 0, "body progress consumes");
-                    Seen::Body { consumed, ended }
+                    let start = consumed - content.len();
+                    assert_eq!(content.as_ptr(), pending[start..].as_ptr(), "the last bytes consumed");
+                    let trailers = fields(trailers.fields());
+                    Seen::Body { consumed, content: content.to_vec(), trailers, ended }
                 }
             };
             seen.push((arrived, event));
@@ -93,13 +105,18 @@ fn responses(seen: &[(usize, Seen)]) -> Vec<Response> {
     let mut responses: Vec<Response> = Vec::new();
     for (_, event) in seen {
         match event {
-            Seen::Head { head, consumed, ended } => {
+            Seen::Head { head, consumed, content, ended } => {
                 assert!(responses.last().is_none_or(|last| last.ended), "a head after an unended response");
-                responses.push(Response { head: head.clone(), body: consumed - head.len, ended: *ended });
+                // A body that came with its head is its content: a chunked one never does.
+                assert!(content.is_empty() || head.body != BodyKind::Chunked, "chunks with their head");
+                let (body, content, trailers) = (consumed - head.len, content.clone(), Vec::new());
+                responses.push(Response { head: head.clone(), body, content, trailers, ended: *ended });
             }
-            Seen::Body { consumed, ended } => {
+            Seen::Body { consumed, content, trailers, ended } => {
                 let last = responses.last_mut().filter(|last| !last.ended).expect("a body after its head");
                 last.body += consumed;
+                last.content.extend_from_slice(content);
+                last.trailers.extend_from_slice(trailers);
                 last.ended = *ended;
             }
         }
@@ -116,6 +133,8 @@ fn read_responses(method: Method, pieces: &[&[u8]], stream: Stream) -> Result<Ve
 struct Case {
     name: &'static str,
     text: String,
+    /// A chunked body's content, without its framing.
+    chunked_content: String,
     method: Method,
     stream: Stream,
     status: u16,
@@ -125,12 +144,18 @@ struct Case {
 
 /// A case named `name` expected to frame to this status, keep-alive and body.
 fn case(name: &'static str, status: u16, keep_alive: bool, body: BodyKind) -> Case {
-    Case { name, text: String::new(), method: Method::Get, stream: Stream::Open, status, keep_alive, body }
+    let (text, chunked_content) = (String::new(), String::new());
+    Case { name, text, chunked_content, method: Method::Get, stream: Stream::Open, status, keep_alive, body }
 }
 
 impl Case {
     fn text(mut self, text: impl Into<String>) -> Case {
         self.text = text.into();
+        self
+    }
+
+    fn content(mut self, content: impl Into<String>) -> Case {
+        self.chunked_content = content.into();
         self
     }
 
@@ -155,17 +180,35 @@ impl Case {
         crlf.into_iter().chain(lf).min().expect("a whole head")
     }
 
-    /// The case read whole: one event, its head and the whole body.
+    /// The case read whole: one event, its head and the whole body; a chunked body
+    /// in events of its own, after its head.
     fn whole(&self) -> Response {
-        let framed = ResponseReader::new(self.method).read(self.bytes(), self.stream);
-        let Ok(Framed { consumed, event: ResponseEvent::Head { head, ended: true } }) = framed else {
-            panic!("{}: not one event: {framed:?}", self.name)
-        };
-        assert_eq!(consumed, self.text.len(), "{}", self.name);
-        let head = Head::of(&head);
+        let seen = read_pieces(self.method, &[self.bytes()], self.stream).expect(self.name);
+        let [whole] = &responses(&seen)[..] else { panic!("{}: not one response: {seen:?}", self.name) };
+        let head = &whole.head;
         let expected = (self.status, self.keep_alive, self.body, self.head_len());
         assert_eq!((head.status, head.keep_alive, head.body, head.len), expected, "{}", self.name);
-        Response { body: self.text.len() - head.len, head, ended: true }
+        assert_eq!((whole.body, whole.ended), (self.text.len() - head.len, true), "{}", self.name);
+        let content = match self.body {
+            BodyKind::Chunked => {
+                let (_, Seen::Head { consumed, ended: false, .. }) = &seen[0] else {
+                    panic!("{}: the head alone first: {seen:?}", self.name)
+                };
+                assert_eq!(*consumed, head.len, "{}", self.name);
+                self.chunked_content.as_bytes()
+            }
+            _ => {
+                assert_eq!(seen.len(), 1, "{}: one event", self.name);
+                &self.bytes()[head.len..]
+            }
+        };
+        assert_eq!(
+            String::from_utf8_lossy(&whole.content),
+            String::from_utf8_lossy(content),
+            "{}",
+            self.name
+        );
+        whole.clone()
     }
 }
 
@@ -193,13 +236,18 @@ fn valid_cases() -> Vec<Case> {
         case("100 Continue", 100, KEEP, NoBody).text("HTTP/1.1 100 Continue\r\n\r\n"),
         case("101 Switching Protocols", 101, CLOSE, NoBody)
             .text("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n"),
-        case("chunked", 200, KEEP, Chunked).text(format!("{chunked}5\r\nhello\r\n0\r\n\r\n")),
-        case("chunked with extensions and trailers", 200, KEEP, Chunked).text(format!(
-            "{chunked}5;name=value\r\nhello\r\n1A ; a=\"b c\";x\r\n{ALPHABET}\r\n\
-             000;last\r\nExpires: never\r\nX-Sum:1\r\n\r\n"
-        )),
+        case("chunked", 200, KEEP, Chunked)
+            .text(format!("{chunked}5\r\nhello\r\n0\r\n\r\n"))
+            .content("hello"),
+        case("chunked with extensions and trailers", 200, KEEP, Chunked)
+            .text(format!(
+                "{chunked}5;name=value\r\nhello\r\n1A ; a=\"b c\";x\r\n{ALPHABET}\r\n\
+                 000;last\r\nExpires: never\r\nX-Sum:1\r\n\r\n"
+            ))
+            .content(format!("hello{ALPHABET}")),
         case("chunked, bare LF", 200, KEEP, Chunked)
-            .text("HTTP/1.1 200 OK\nTransfer-Encoding: chunked\n\n5\nhello\n0\n\n"),
+            .text("HTTP/1.1 200 OK\nTransfer-Encoding: chunked\n\n5\nhello\n0\n\n")
+            .content("hello"),
         case("chunked last of a list", 200, KEEP, Chunked).text(
             "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked,\r\n\r\n0\r\n\r\n",
         ),
@@ -276,8 +324,10 @@ fn a_response_a_byte_at_a_time_gives_its_head_when_whole_then_each_byte() {
     let events: Vec<_> = seen
         .iter()
         .map(|(arrived, seen)| match seen {
-            Seen::Head { head, consumed, ended } => (*arrived, Some(head.headers.len()), *consumed, *ended),
-            Seen::Body { consumed, ended } => (*arrived, None, *consumed, *ended),
+            Seen::Head { head, consumed, ended, .. } => {
+                (*arrived, Some(head.headers.len()), *consumed, *ended)
+            }
+            Seen::Body { consumed, ended, .. } => (*arrived, None, *consumed, *ended),
         })
         .collect();
     let expected = [
@@ -317,8 +367,8 @@ mod properties {
     use proptest::prelude::*;
 
     proptest! {
-        /// Any body cut into any chunks adds up to its exact length, read whole (one
-        /// event) or cut anywhere into two reads, and no prefix of it ends.
+        /// Any body cut into any chunks adds up to its exact length and content, read
+        /// whole or cut anywhere into two reads, and no prefix of it ends.
         #[test]
         fn chunked_bodies_add_up_exactly(chunks in vec((vec(any::<u8>(), 1..40), any::<bool>()), 0..8)) {
             let head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
@@ -330,12 +380,13 @@ mod properties {
                 buf.extend_from_slice(b"\r\n");
             }
             buf.extend_from_slice(b"0\r\nTrailer: t\r\n\r\n");
-            let whole = read_pieces(Method::Get, &[&buf], Stream::Open).expect("valid");
-            let [(_, Seen::Head { head: whole_head, consumed, ended: true })] = &whole[..] else {
-                panic!("one event: {whole:?}")
-            };
-            prop_assert_eq!(*consumed, buf.len());
-            let expected = [Response { head: whole_head.clone(), body: buf.len() - head.len(), ended: true }];
+            let whole = read_responses(Method::Get, &[&buf], Stream::Open).expect("valid");
+            let content: Vec<u8> = chunks.iter().flat_map(|(data, _)| data.clone()).collect();
+            let trailers = vec![("Trailer".to_string(), "t".to_string())];
+            let [Response { head: whole_head, .. }] = &whole[..] else { panic!("one response: {whole:?}") };
+            let (whole_head, body) = (whole_head.clone(), buf.len() - head.len());
+            let expected = [Response { head: whole_head, body, content, trailers, ended: true }];
+            prop_assert_eq!(&whole, &expected);
             for split in 0..buf.len() {
                 let prefix = read_responses(Method::Get, &[&buf[..split]], Stream::Open).expect("valid");
                 prop_assert!(prefix.iter().all(|r| !r.ended), "split at {}", split);

@@ -56,11 +56,14 @@ fn an_until_close_body_is_consumed_as_it_comes_and_ends_at_eof() {
     let head = reader.read(text, Stream::Open).expect("valid");
     assert!(matches!(head.event, ResponseEvent::Head { ended: false, .. }));
     assert_eq!(head.consumed, text.len() - 9);
-    let body = |consumed, ended| Ok(Framed { consumed, event: ResponseEvent::Body { ended } });
-    assert_eq!(reader.read(b"some body", Stream::Open), body(9, false));
-    assert_eq!(reader.read(b" and more", Stream::Open), body(9, false));
+    let body = |content: &'static [u8], ended| {
+        let event = ResponseEvent::Body { content, trailers: Default::default(), ended };
+        Ok(Framed { consumed: content.len(), event })
+    };
+    assert_eq!(reader.read(b"some body", Stream::Open), body(b"some body", false));
+    assert_eq!(reader.read(b" and more", Stream::Open), body(b" and more", false));
     assert_eq!(reader.read(b"", Stream::Open), Ok(Framed::PARTIAL));
-    assert_eq!(reader.read(b"", Stream::Ended), body(0, true));
+    assert_eq!(reader.read(b"", Stream::Ended), body(b"", true));
     // Whole at the close: one event.
     let framed = ResponseReader::default().read(text, Stream::Ended).expect("valid");
     assert!(matches!(framed.event, ResponseEvent::Head { ended: true, .. }) && framed.consumed == text.len());
@@ -76,7 +79,9 @@ fn a_response_cut_short_by_the_close_never_ends() {
         (format!("{chunked}0\r\nX-Trailer: t\r\n"), 3),
     ] {
         let got = read_responses(Method::Get, &[text.as_bytes()], Stream::Ended).expect("valid so far");
-        let [Response { head, body: got_body, ended: false }] = &got[..] else { panic!("{text:?}: {got:?}") };
+        let [Response { head, body: got_body, ended: false, .. }] = &got[..] else {
+            panic!("{text:?}: {got:?}")
+        };
         assert_eq!((head.len + got_body, *got_body), (text.len().min(head.len + body), body), "{text:?}");
     }
     let head = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n";
@@ -92,11 +97,21 @@ fn two_pipelined_responses_are_read_one_after_the_other() {
     let events: Vec<_> = seen
         .iter()
         .map(|(_, seen)| match seen {
-            Seen::Head { head, consumed, ended } => (head.status, head.keep_alive, *consumed, *ended),
-            Seen::Body { .. } => panic!("each came whole: {seen:?}"),
+            Seen::Head { head, consumed, ended, .. } => {
+                (Some(head.status), head.keep_alive, *consumed, *ended)
+            }
+            Seen::Body { consumed, ended, .. } => (None, true, *consumed, *ended),
         })
         .collect();
-    assert_eq!(events, [(200, true, first.len(), true), (404, false, second.len(), true)]);
+    // The chunked one: its head, its one chunk's data, then its end; the other whole.
+    let head_len = first.len() - 13;
+    let expected = [
+        (Some(200), true, head_len, false),
+        (None, true, 6, false),
+        (None, true, 7, true),
+        (Some(404), false, second.len(), true),
+    ];
+    assert_eq!(events, expected);
 }
 
 #[test]
@@ -131,7 +146,10 @@ fn a_head_comes_before_an_error_in_its_body() {
     let head = reader.read(text, Stream::Open).expect("valid head");
     let ResponseEvent::Head { head: got, ended: false } = head.event else { panic!("{head:?}") };
     assert_eq!((got.status(), head.consumed), (200, text.len() - 14));
-    assert_eq!(reader.read(&text[head.consumed..], Stream::Open), Err(ResponseError::Chunk));
+    let rest = &text[head.consumed..];
+    let body = reader.read(rest, Stream::Open).expect("a valid chunk");
+    assert!(matches!(body.event, ResponseEvent::Body { content: b"hello", ended: false, .. }));
+    assert_eq!(reader.read(&rest[body.consumed..], Stream::Open), Err(ResponseError::Chunk));
 }
 
 #[test]
@@ -161,7 +179,7 @@ fn what_is_left_of_a_body_of_known_length_is_told() {
     assert_eq!(reader.body_left(), Some(6));
     assert_eq!(
         reader.read(b"efghij", Stream::Open).map(|framed| framed.event),
-        Ok(ResponseEvent::Body { ended: true })
+        Ok(ResponseEvent::Body { content: b"efghij", trailers: Default::default(), ended: true })
     );
     assert_eq!(reader.body_left(), None);
 }
