@@ -11,24 +11,54 @@
 //!
 //! Requests: each head is parsed whole before anything is forwarded, so a request
 //! whose framing could be read two ways (`Content-Length` beside
-//! `Transfer-Encoding`, two lengths, a folded field line) is refused with `400` and never
-//! reaches a backend. A body, of known length or chunked, is forwarded as it
-//! arrives and never held whole ([`BodyFramer`](percore::http::BodyFramer) finds its
-//! end). Pipelined requests are forwarded one at a time and answered in order;
-//! HTTP/1.0 clients are answered as such.
+//! `Transfer-Encoding`, two unequal lengths, a folded field line) is refused with
+//! `400` and never reaches a backend. A body, of known length or chunked, is read as
+//! it arrives, by the strict chunk grammar (`ChunkGrammar::Strict`:
+//! CRLF only, extensions checked, at most 16 hex digits), and never held whole. A
+//! body that breaks it is refused at once (`400`, and the backend connection, which
+//! had the head, closed). Pipelined requests are forwarded one at a time and
+//! answered in order; nothing a client sends after a request that closes its
+//! connection (`Connection: close`, HTTP/1.0 without keep-alive, or an answer that
+//! closes it) is read as a request (RFC 9112, 9.6). HTTP/1.0 clients are answered
+//! as such.
 //!
-//! Answers are read with [`ResponseReader`](percore::http::ResponseReader): the head
-//! first, rewritten, then the body as it comes, framed as the backend framed it (a
-//! length, chunks and trailers, or the close), and none after `HEAD`, a 1xx, 204 or
-//! 304; interim answers (`100 Continue`, `103`) are passed on to HTTP/1.1 clients.
-//! A client that reads slowly or not at all stops the backend's answer: the loop
-//! stops reading a connection whose writes wait at the other's budget, so an
+//! Bodies are framed again, both ways (`reframe.rs`): what the proxy read it sends on
+//! under framing of its own, never the sender's bytes of framing, so that a next hop
+//! that reads framing otherwise than the proxy cannot find another message in it
+//! (request smuggling): a body of known length under `Content-Length`, as counted; a
+//! chunked one in chunks of the proxy's own (lower-case hex sizes, CRLF, no
+//! extension), with the trailers but those that frame, route or control a message
+//! (RFC 9110, 6.5.1: `Content-Length`, `Host`, `Set-Cookie`, ...).
+//!
+//! Answers are read with [`ResponseReader`](percore::http::ResponseReader), by the
+//! strict grammar too: the head first, rewritten, then the content as it comes,
+//! under the framing the proxy gives it; none after `HEAD`, a 1xx, 204 or 304.
+//! Interim answers (`100 Continue`, `103`) are passed on to HTTP/1.1 clients. An
+//! answer with both `Content-Length` and `Transfer-Encoding` loses its length, and
+//! the client is closed after it (RFC 9112, 6.3); equal lengths go on as one; a
+//! transfer coding other than `chunked` alone gets `502`; a chunked answer to an
+//! HTTP/1.0 client goes as its content until the close. An answer whose framing
+//! breaks gets `502` if nothing of it went out yet (its head is held until what
+//! followed it in the same read was read well), else is cut short and the client
+//! closed. A client that reads slowly or not at all stops the backend's answer: the
+//! loop stops reading a connection whose writes wait at the other's budget, so an
 //! exchange holds at most the budget and a read (about 300 KiB), whatever the
 //! answer's size.
 //!
 //! Heads: hop-by-hop fields are removed both ways (`Connection` and the fields it
 //! names, `Keep-Alive`, `Proxy-Connection`, `TE`, `Trailer`, `Upgrade`; see
-//! `heads.rs`), `X-Forwarded-For` gets the client's address, `Host` is passed on.
+//! `heads.rs`), and the framing fields, which the proxy writes itself. Policies, as
+//! nginx lets an operator set them:
+//! - `CONNECT` gets `405` and a close: the proxy is no tunnel.
+//! - An absolute-form target (`GET http://h/p`) goes on in origin form (`GET /p`)
+//!   with `Host: h`; with a `Host` that names another host, `400`.
+//! - A client's header fields whose names have an underscore are dropped (nginx's
+//!   `underscores_in_headers off`), unless `--underscores-in-headers`.
+//! - A client's `Forwarded`, `X-Real-IP` and `X-Forwarded-*` are dropped, and
+//!   `X-Forwarded-For` is the client's address alone: a client could say anything
+//!   in them. `--trust-forwarded-headers` keeps them and adds the client's address
+//!   to `X-Forwarded-For`, for a proxy behind another that sets them.
+//! - `Host` is passed on.
 //!
 //! Backends: round robin; a backend that refuses, or does not accept within
 //! `--connect-timeout` or answer within `--read-timeout`, is skipped for
@@ -55,6 +85,7 @@ mod backends;
 mod heads;
 mod pool;
 mod proxy;
+mod reframe;
 mod upstream;
 
 use std::net::ToSocketAddrs;
@@ -66,10 +97,22 @@ use percore::cli::{self, parse_timeout, ServerArgs};
 use percore::listen::{Address, Opening};
 
 use backends::Backends;
+use heads::Policy;
 use proxy::Proxy;
 
 #[derive(Debug, Parser)]
-#[command(about = "An HTTP/1.1 reverse proxy with a pool of backend connections kept alive")]
+#[command(
+    about = "An HTTP/1.1 reverse proxy with a pool of backend connections kept alive",
+    long_about = "An HTTP/1.1 reverse proxy with a pool of backend connections kept alive.\n\n\
+        What it forwards is framed by the proxy, both ways: bodies are read by the strict \
+        chunk grammar (RFC 9112, 7.1) and sent on under a length or chunks of its own, so \
+        that no backend or client can read another message in them. A request whose \
+        framing could be read two ways gets 400, a CONNECT 405 (the proxy is no tunnel); \
+        an absolute-form target (GET http://host/path) goes on in origin form with its \
+        host as Host, or gets 400 beside a Host that names another; nothing a client \
+        sends after a request that closes its connection is read. A backend's answer \
+        that cannot be framed one way gets 502."
+)]
 struct Args {
     #[command(flatten)]
     server: ServerArgs,
@@ -99,6 +142,18 @@ struct Args {
     /// How long a backend that refused or timed out is skipped (0: never skipped).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_timeout)]
     fail_timeout: Duration,
+
+    /// Pass on a client's header fields whose names have an underscore
+    /// (`X_Forwarded_For`); by default they are dropped, as a backend may read them
+    /// as their hyphenated twins (nginx's underscores_in_headers).
+    #[arg(long)]
+    underscores_in_headers: bool,
+
+    /// Pass on a client's Forwarded, X-Real-IP and X-Forwarded-* fields, and add its
+    /// address to its X-Forwarded-For, for a proxy behind another that sets them; by
+    /// default they are dropped, and X-Forwarded-For is the client's address alone.
+    #[arg(long)]
+    trust_forwarded_headers: bool,
 }
 
 /// `unix:PATH`, or `HOST:PORT` resolved to its first address.
@@ -121,6 +176,10 @@ fn main() -> ExitCode {
     options.reactor.connect_timeout = limit(args.connect_timeout);
     cli::serve(&options, move || {
         let backends = Backends::new(args.backend.clone(), args.fail_timeout);
-        Ok(Proxy::new(backends, args.keepalive, limit(args.read_timeout)))
+        let policy = Policy {
+            underscores_in_headers: args.underscores_in_headers,
+            trust_forwarded_headers: args.trust_forwarded_headers,
+        };
+        Ok(Proxy::new(backends, args.keepalive, limit(args.read_timeout), policy))
     })
 }

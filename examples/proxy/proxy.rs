@@ -7,16 +7,19 @@
 //! own connection's state): `exchanges`, each client's request in flight, and
 //! `upstreams`, each backend connection and the client it answers.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::time::{Duration, SystemTime};
 
-use percore::http::{BodyFramer, Limits, Method, Parsed, Progress, Request, ResponseReader, Version};
+use percore::http::{
+    BodyFramer, ChunkGrammar, Limits, Method, Parsed, Progress, Request, ResponseReader, Version,
+};
 use percore::reactor::{Closed, ConnId, Conns, Counts, Flow, Io, Protocol, Verdict};
 
 use crate::backends::Backends;
-use crate::heads::{self, Persist};
+use crate::heads::{self, Persist, Policy, Route};
 use crate::pool::Pool;
+use crate::reframe::{Outgoing, Piece};
 
 /// The proxy of one worker.
 pub struct Proxy {
@@ -27,10 +30,15 @@ pub struct Proxy {
     /// request sent whole to the answer's end.
     pub(crate) read_timeout: Option<Duration>,
     limits: Limits,
+    /// What goes on of what a client says about itself.
+    pub(crate) policy: Policy,
     /// Every backend connection, open or being opened.
     pub(crate) upstreams: HashMap<ConnId, Upstream>,
     /// Every client's request in flight: forwarded, its answer not yet whole.
     pub(crate) exchanges: HashMap<ConnId, Exchange>,
+    /// Clients that close once their last answer is sent: nothing they sent after
+    /// the request it answers is read as a request (RFC 9112, 9.6).
+    closing: HashSet<ConnId>,
     /// A graceful stop began: answers close their clients, and no backend
     /// connection goes back to the pool.
     pub(crate) draining: bool,
@@ -68,6 +76,8 @@ pub struct Exchange {
     pub(crate) answered: bool,
     /// The answer's head lets the backend connection carry another request.
     pub(crate) reusable: bool,
+    /// How the answer's body goes on to the client, once its head went.
+    pub(crate) answer: Outgoing,
     /// The head to send again on a fresh connection, for a request without a body
     /// that has not been retried yet.
     pub(crate) replay: Option<Vec<u8>>,
@@ -98,8 +108,9 @@ pub struct Client {
 enum Phase {
     /// Before a request head.
     Head,
-    /// Its body arriving, forwarded as it comes.
-    Body(BodyFramer),
+    /// Its body arriving, read by the strict grammar and forwarded as it comes,
+    /// under the framing the proxy gives it.
+    Body(BodyFramer, Outgoing),
     /// Sent whole; its answer is on its way (while `exchanges` has it).
     Waiting,
 }
@@ -134,15 +145,22 @@ impl Failure {
 }
 
 impl Proxy {
-    pub fn new(backends: Backends, keepalive: usize, read_timeout: Option<Duration>) -> Proxy {
+    pub fn new(
+        backends: Backends,
+        keepalive: usize,
+        read_timeout: Option<Duration>,
+        policy: Policy,
+    ) -> Proxy {
         let count = backends.len();
         Proxy {
             backends,
             pool: Pool::new(count, keepalive),
             read_timeout,
             limits: Limits::default(),
+            policy,
             upstreams: HashMap::new(),
             exchanges: HashMap::new(),
+            closing: HashSet::new(),
             draining: false,
             counts: Counts::default(),
             opened: 0,
@@ -171,12 +189,22 @@ impl Proxy {
                             return Verdict::close(at);
                         }
                     };
+                    let route = match Route::of(&request) {
+                        Ok(route) => route,
+                        Err(refusal) => {
+                            self.refuse(io, refusal.status());
+                            return Verdict::close(at);
+                        }
+                    };
                     at += request.head_len;
-                    self.forward(client.peer, &request, io);
-                    client.phase = Phase::Body(BodyFramer::of(&request));
+                    let body = BodyFramer::of(&request).with_grammar(ChunkGrammar::Strict);
+                    let outgoing = request_framing(&request);
+                    self.forward(client.peer, &request, &route, outgoing, io);
+                    client.phase = Phase::Body(body, outgoing);
                 }
-                Phase::Body(mut body) => {
-                    let Some(exchange) = self.exchanges.get_mut(&io.id()) else {
+                Phase::Body(mut body, outgoing) => {
+                    let Some(upstream) = self.exchanges.get(&io.id()).map(|exchange| exchange.upstream)
+                    else {
                         // Answered (or failed) before the body ended: the client is
                         // being closed, as the rest of its body cannot be used.
                         return Verdict::close(at);
@@ -184,8 +212,9 @@ impl Proxy {
                     let piece = match body.read(&input[at..]) {
                         Ok(piece) => piece,
                         Err(error) => {
-                            let (upstream, answered) = (exchange.upstream, exchange.answered);
-                            self.end_exchange(io.id(), io);
+                            // Refused at once, the half-sent request cut at the backend.
+                            let answered =
+                                self.end_exchange(io.id(), io).is_some_and(|exchange| exchange.answered);
                             io.close(upstream);
                             if !answered {
                                 self.refuse(io, error.status());
@@ -193,26 +222,28 @@ impl Proxy {
                             return Verdict::close(at);
                         }
                     };
-                    io.write_to(exchange.upstream, &input[at..at + piece.consumed]);
+                    let sent = Piece { content: piece.content, trailers: piece.trailers, ended: piece.ended };
+                    outgoing.forward(&sent, upstream, io, &mut self.scratch, &self.policy);
                     at += piece.consumed;
                     if !piece.ended {
-                        client.phase = Phase::Body(body);
-                        // A read stops at the end of a run of content: on with the rest.
+                        client.phase = Phase::Body(body, outgoing);
                         if piece.consumed == 0 || at == input.len() {
                             return Verdict::keep(at);
                         }
                         continue;
                     }
-                    exchange.sent = true;
-                    let upstream = exchange.upstream;
+                    if let Some(exchange) = self.exchanges.get_mut(&io.id()) {
+                        exchange.sent = true;
+                    }
                     self.sent_whole(io.id(), upstream, io);
                     client.phase = Phase::Waiting;
                 }
                 Phase::Waiting => {
-                    if self.exchanges.contains_key(&io.id()) {
+                    if self.exchanges.contains_key(&io.id()) || self.closing.contains(&io.id()) {
                         // A pipelined request waits for the answer before it: the
                         // backend's answer written to this client ends the pause, and
-                        // this is asked again.
+                        // this is asked again. After an answer that closes the client,
+                        // it is never read: the close is on its way.
                         return Verdict::pause(at);
                     }
                     client.phase = Phase::Head;
@@ -221,12 +252,20 @@ impl Proxy {
         }
     }
 
-    /// Sends `request`'s head to a backend connection, from the pool or opened,
-    /// and records the exchange.
-    fn forward(&mut self, peer: Option<IpAddr>, request: &Request<'_>, io: &mut Io<'_>) {
+    /// Sends `request`'s head to a backend connection, from the pool or opened, by
+    /// `route` and with the framing of its body as the proxy sends it, and records
+    /// the exchange.
+    fn forward(
+        &mut self,
+        peer: Option<IpAddr>,
+        request: &Request<'_>,
+        route: &Route<'_>,
+        outgoing: Outgoing,
+        io: &mut Io<'_>,
+    ) {
         let mut head = std::mem::take(&mut self.scratch);
         head.clear();
-        heads::forward_request(&mut head, request, peer);
+        heads::forward_request(&mut head, request, route, peer, &self.policy, outgoing);
         let backend = self.backends.pick(io.now());
         let upstream = match self.pool.take(backend) {
             Some(pooled) => pooled,
@@ -241,6 +280,7 @@ impl Proxy {
             sent: false,
             answered: false,
             reusable: false,
+            answer: Outgoing::None,
             replay: bodiless.then(|| head.clone()),
         };
         self.start(io.id(), exchange, &head, io);
@@ -292,6 +332,13 @@ impl Proxy {
         Some(exchange)
     }
 
+    /// `client` closes once its answer is sent: nothing it sent after its request is
+    /// read as another.
+    pub(crate) fn close_client(&mut self, client: ConnId, io: &mut Io<'_>) {
+        self.closing.insert(client);
+        io.close(client);
+    }
+
     /// Answers this connection's request with the proxy's own `status`, and counts
     /// it refused; the connection closes after it.
     fn refuse(&mut self, io: &mut Io<'_>, status: u16) {
@@ -308,6 +355,20 @@ impl Proxy {
     }
 }
 
+/// How a request's body goes on: chunked as the proxy chunks it, or under its
+/// length; a request without one gets `Content-Length: 0` if its method expects a
+/// body (RFC 9110, 8.6), and no framing field otherwise.
+fn request_framing(request: &Request<'_>) -> Outgoing {
+    let expects_body = matches!(request.method, Method::Post | Method::Put | Method::Patch | Method::Other);
+    if request.chunked {
+        Outgoing::Chunked
+    } else if request.content_length > 0 || expects_body {
+        Outgoing::Length(request.content_length)
+    } else {
+        Outgoing::None
+    }
+}
+
 impl Protocol for Proxy {
     type Conn = Conn;
 
@@ -315,7 +376,8 @@ impl Protocol for Proxy {
     /// connection established.
     fn on_open(&mut self, conn: &mut Conn, io: &mut Io<'_>) -> Flow {
         *conn = if self.upstreams.contains_key(&io.id()) {
-            Conn::Upstream(ResponseReader::default())
+            // Read by the strict grammar: every answer's body is framed again.
+            Conn::Upstream(ResponseReader::default().with_grammar(ChunkGrammar::Strict))
         } else {
             let peer = io.peer_addr().ok().map(|addr| addr.ip());
             Conn::Client(Client { peer, progress: Progress::default(), phase: Phase::Head })
@@ -351,6 +413,7 @@ impl Protocol for Proxy {
         if self.upstreams.contains_key(&io.id()) {
             return self.upstream_closed(closed, io);
         }
+        self.closing.remove(&io.id());
         // A client gone with its answer on the way: the backend connection cannot
         // carry another request before that answer ends, so it goes too.
         if let Some(exchange) = self.end_exchange(io.id(), io) {
@@ -361,7 +424,7 @@ impl Protocol for Proxy {
     /// A client whose request's body is arriving is in the middle of an exchange:
     /// a graceful stop leaves it, and the loop's message timeout times its body.
     fn is_busy(conn: &Conn) -> bool {
-        matches!(conn, Conn::Client(Client { phase: Phase::Body(_), .. }))
+        matches!(conn, Conn::Client(Client { phase: Phase::Body(..), .. }))
     }
 
     /// Idle backend connections over the pool's cap for a whole second are closed.

@@ -133,6 +133,14 @@ impl Conns<'_> {
 
     /// Closes connection `id` once its output is sent, as if its own callback had
     /// returned [`Flow::Close`](super::Flow::Close).
+    ///
+    /// Orders are carried out in the order given, and a connection written to is
+    /// served at once: one paused for its output that an earlier
+    /// [`write_to`](super::Io::write_to) of the same callback wrote to has its pause
+    /// end, and its `on_data` is handed the input it holds, before this close is
+    /// carried out. A protocol that must not read on (a server after a request that
+    /// closes the connection, RFC 9112, 9.6) keeps that in its own state: the proxy
+    /// example notes the clients it closes.
     pub fn close(&mut self, id: ConnId) {
         self.orders.push(Order::Close(id.token()));
     }

@@ -20,7 +20,7 @@ const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi";
 /// `config`.
 fn harness(read_timeout: Option<Duration>, config: Config) -> Harness<Proxy> {
     let backends = Backends::new(vec![Address::from(BACKEND)], Duration::from_secs(10));
-    Harness::with_config(Proxy::new(backends, 4, read_timeout), config)
+    Harness::with_config(Proxy::new(backends, 4, read_timeout, Policy::default()), config)
 }
 
 /// The one connection the proxy is opening, to the backend, established.
@@ -31,6 +31,20 @@ fn established(harness: &mut Harness<Proxy>) -> ConnId {
     assert_eq!(addr, Address::from(BACKEND));
     harness.establish(upstream);
     upstream
+}
+
+/// `request` forwarded on a fresh connection, which the backend read: that
+/// connection, its answer owed.
+fn forwarded(harness: &mut Harness<Proxy>, request: &[u8]) -> ConnId {
+    harness.receive(request);
+    let upstream = established(harness);
+    harness.take_output_of(upstream);
+    upstream
+}
+
+/// Whether the proxy closed its client, or closes it once its output is sent.
+fn client_closes(harness: &Harness<Proxy>) -> bool {
+    harness.is_closing(harness.id())
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -118,9 +132,7 @@ fn a_post_on_a_pooled_connection_the_backend_closed_unanswered_gets_502() {
 #[test]
 fn a_backend_silent_past_the_read_timeout_gets_the_client_504_and_the_client_keeps_its_connection() {
     let mut harness = harness(Some(Duration::from_millis(200)), Config::default());
-    harness.receive(GET);
-    let upstream = established(&mut harness);
-    harness.take_output_of(upstream);
+    let upstream = forwarded(&mut harness, GET);
     harness.advance(Duration::from_secs(1));
     assert_eq!(harness.closed(upstream), Some(Closed::TimedOut));
     let answer = harness.take_output();
@@ -144,9 +156,7 @@ fn a_connect_past_the_connect_timeout_gets_the_client_504() {
 fn a_client_waiting_for_a_slow_answer_is_under_the_read_timeout_not_the_idle_timeout() {
     let config = Config { idle_timeout: Some(Duration::from_secs(1)), ..Config::default() };
     let mut harness = harness(Some(Duration::from_secs(60)), config);
-    harness.receive(GET);
-    let upstream = established(&mut harness);
-    harness.take_output_of(upstream);
+    let upstream = forwarded(&mut harness, GET);
     harness.advance(Duration::from_secs(30));
     assert_eq!((harness.closed(harness.id()), harness.closed(upstream)), (None, None));
     harness.receive_on(upstream, OK);
@@ -181,9 +191,7 @@ fn a_graceful_stop_closes_the_pooled_connections_at_once() {
 #[test]
 fn a_graceful_stop_lets_an_exchange_in_flight_finish_and_closes_both_ends_after_it() {
     let mut harness = harness(None, Config::default());
-    harness.receive(GET);
-    let upstream = established(&mut harness);
-    harness.take_output_of(upstream);
+    let upstream = forwarded(&mut harness, GET);
     harness.drain();
     harness.grace_over();
     assert_eq!(
@@ -200,3 +208,5 @@ fn a_graceful_stop_lets_an_exchange_in_flight_finish_and_closes_both_ends_after_
     assert!(harness.closed(upstream).is_some(), "not back in a pool that drains");
     assert!(harness.closed(harness.id()).is_some());
 }
+
+mod desync;

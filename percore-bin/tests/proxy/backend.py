@@ -16,6 +16,12 @@ the test's.
                    unanswered (a keep-alive timeout crossing it)
     /accepts       200: how many connections were accepted so far
     /big?n=N       200 with N bytes of body
+    /log           200: the target of each request answered so far, a line each
+                   (not /log's own)
+
+With --crlf-size-lines it reads a chunked body as gunicorn 23 and other older
+parsers do: a chunk-size line ends only at CRLF, and what follows a `;` in it is
+not looked at, so a bare LF there hides what comes after it in an extension.
 
 Prints `listening on 127.0.0.1:PORT` on stderr once it accepts, as percore does.
 """
@@ -26,6 +32,8 @@ import threading
 
 accepted = 0
 accepted_lock = threading.Lock()
+answered = []
+crlf_size_lines = "--crlf-size-lines" in sys.argv[1:]
 
 
 def read_head(reader):
@@ -55,7 +63,7 @@ def read_body(reader, headers):
     if named.get("transfer-encoding", "").lower() == "chunked":
         body = b""
         while True:
-            size = int(reader.readline().split(b";")[0].strip(), 16)
+            size = int(size_line(reader).split(b";")[0].strip(), 16)
             if size == 0:
                 while reader.readline() not in (b"\r\n", b"\n", b""):
                     pass
@@ -64,6 +72,14 @@ def read_body(reader, headers):
             reader.readline()
     length = int(named.get("content-length", "0"))
     return reader.read(length), "length" if length else "none"
+
+
+def size_line(reader):
+    """A chunk-size line: up to its LF, or with --crlf-size-lines up to a CRLF."""
+    line = reader.readline()
+    while crlf_size_lines and line and not line.endswith(b"\r\n"):
+        line += reader.readline()
+    return line
 
 
 def answer(conn, method, status, body=b"", extra=b""):
@@ -82,6 +98,8 @@ def serve(conn):
         headers = fields(lines)
         body, framing = read_body(reader, headers)
         path = target.split("?")[0]
+        if path != "/log":
+            answered.append(target)
         if path == "/echo":
             extra = b"X-Body-Framing: %s\r\nX-Body-Length: %d\r\n" % (framing.encode(), len(body))
             answer(conn, method, b"200 OK", b"".join(lines) + b"\r\n" + body, extra)
@@ -113,6 +131,8 @@ def serve(conn):
         elif path == "/once":
             answer(conn, method, b"200 OK", b"once\n")
             close_next = True
+        elif path == "/log":
+            answer(conn, method, b"200 OK", "".join(t + "\n" for t in answered).encode())
         elif path == "/accepts":
             with accepted_lock:
                 count = accepted
