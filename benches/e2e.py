@@ -295,12 +295,13 @@ def measure(server, shape, env):
         stop(proc)
 
 
-def load(shape, port, env, warm_up=False):
-    """Runs the shape's load; returns requests, requests/s, p99 ms, errors."""
+def load(shape, port, env, warm_up=False, path=None, script=None):
+    """Runs the shape's load (at `path`, with the wrk `script` if given); returns
+    requests, requests/s, p99 ms, errors."""
     args = env['args']
     pin = ['taskset', '-c', str(args.load_cpu)]
     connections = shape.rsplit('-c', 1)[1]
-    path = '/body' if shape in BODY_SIZES else '/'
+    path = path or ('/body' if shape in BODY_SIZES else '/')
     url = f'http://127.0.0.1:{port}{path}'
     if shape.startswith('close'):
         count = AB_REQUESTS // 10 if warm_up else AB_REQUESTS
@@ -312,7 +313,8 @@ def load(shape, port, env, warm_up=False):
         return dict(requests=done, rps=rps, p99_ms=float(p99.group(1)) if p99 else None, errors=failed)
     seconds = 1 if warm_up else args.duration
     cmd = pin + ['wrk', '-t1', '-c', connections, '-d', f'{seconds}s', '--latency']
-    cmd += ['-s', env['lua']] if shape.startswith('pipe') else []
+    script = script or (env['lua'] if shape.startswith('pipe') else None)
+    cmd += ['-s', script] if script else []
     out = run(cmd + [url], seconds + 60)
     requests = int(re.search(r'(\d+) requests in', out).group(1))
     rps = float(re.search(r'Requests/sec:\s+([\d.]+)', out).group(1))

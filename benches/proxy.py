@@ -10,13 +10,23 @@ connections the proxy opened per 1,000 requests (the backend, started afresh for
 measurement, counts the connections it accepted).
 
 Proxies (--proxies picks; each started afresh for every measurement):
-  percore   examples/proxy (--proxy PATH), one worker, --keepalive 64
-  baseline  another proxy binary (--baseline PATH), the same flags
-  nginx     nginx (Debian's nginx-light), one worker, access_log off, proxy_pass to an
-            upstream with keepalive 64, proxy_http_version 1.1, Connection ""
-  haproxy   HAProxy (Debian's), mode http, nbthread 1, http-reuse always
+  percore      examples/proxy (--proxy PATH), one worker, --keepalive 64
+  baseline     another proxy binary (--baseline PATH), the same flags
+  nginx        nginx (Debian's nginx-light), one worker, access_log off, proxy_pass to
+               an upstream with keepalive 64, proxy_http_version 1.1, Connection "";
+               its defaults otherwise: a request body is read whole before it goes on
+               (to a temporary file past 16 KiB), an answer buffered
+  nginx-nobuf  the same with proxy_request_buffering off and proxy_buffering off:
+               bodies streamed both ways, as percore and HAProxy do
+  haproxy      HAProxy (Debian's), mode http, nbthread 1, http-reuse always
 
-Shapes (--shapes picks): ka-cN, wrk -t1 -cN -d DURATION, keep-alive, hello responses.
+Shapes (--shapes picks), wrk -t1 -cN -d DURATION, keep-alive:
+  ka-cN          hello responses from `percore serve`
+  post1m-cN      a 1 MiB POST (Content-Length), answered "ok" by benches/body_backend.py
+  chunked1m-cN   GET answered with 1 MiB in 16 KiB chunks by benches/body_backend.py
+For the body shapes the bytes are checked once per proxy before the load: a 1 MiB
+POST of random bytes reaches the backend with the same SHA-256, and the chunked
+answer's content reaches the client as sent (the "bytes" column).
 
 Rounds are interleaved, the proxies' order rotated each round; the table gives medians,
 and each ratio (a proxy's CPU per request over nginx's and over HAProxy's) as the median
@@ -27,7 +37,7 @@ of its per-round ratios, with the rounds in brackets.
 
 Needs taskset, wrk, nginx and haproxy; builds nothing. Never needs root.
 """
-import argparse, os, re, shutil, statistics, sys, tempfile
+import argparse, hashlib, os, re, shutil, socket, statistics, sys, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e  # noqa: E402
@@ -35,7 +45,11 @@ import relay  # noqa: E402
 from procs import free_port  # noqa: E402
 
 PROXIES = ['percore', 'nginx', 'haproxy']
+KNOWN = PROXIES + ['nginx-nobuf', 'baseline']
 SHAPES = ['ka-c100', 'ka-c1000']
+BODY_BACKEND = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'body_backend.py')
+POST_LUA = 'wrk.method = "POST"\nwrk.body = string.rep("x", 1048576)\n'
+
 KEEPALIVE = 64
 
 NGINX_CONF = """daemon off;
@@ -48,6 +62,7 @@ events {{ worker_connections 8192; }}
 http {{
     access_log off;
     keepalive_requests 1000000;
+    client_max_body_size 2m;
     client_body_temp_path {dir}/body;
     proxy_temp_path {dir}/proxy;
     fastcgi_temp_path {dir}/fastcgi;
@@ -63,6 +78,7 @@ http {{
             proxy_pass http://backend;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
+            {buffering}
         }}
     }}
 }}
@@ -105,7 +121,10 @@ def main():
     e2e.raise_open_files()
     results = []
     with tempfile.TemporaryDirectory(prefix='percore-proxy-') as workdir:
-        env = dict(args=args, lua=None)  # what e2e.load needs
+        post_lua = os.path.join(workdir, 'post.lua')
+        with open(post_lua, 'w') as f:
+            f.write(POST_LUA)
+        env = dict(args=args, lua=None, post_lua=post_lua)  # what e2e.load needs
         for round_ in range(args.rounds):
             order = proxies[round_ % len(proxies):] + proxies[:round_ % len(proxies)]
             for shape in shapes:
@@ -113,24 +132,26 @@ def main():
                     result = measure(proxy, shape, workdir, env)
                     result.update(proxy=proxy, shape=shape, round=round_)
                     results.append(result)
-                    e2e.say(f'round {round_ + 1}/{args.rounds} {shape:8} {proxy:9} {result["rps"]:>10.0f} req/s  '
+                    e2e.say(f'round {round_ + 1}/{args.rounds} {shape:8} {proxy:11} {result["rps"]:>10.0f} req/s  '
                             f'{result["cpu"]:7.2f} µs CPU/req  p99 {result["p99_ms"]:.2f} ms  backend conns '
-                            f'{result["opened"]} ({result["per_1000"]:.2f}/1000)  errors {result["errors"]}')
+                            f'{result["opened"]} ({result["per_1000"]:.2f}/1000)  errors {result["errors"]}'
+                            + ('' if result['bytes_equal'] is None else f'  bytes equal {result["bytes_equal"]}'))
     e2e.report(results, args, table)
 
 
 def check(args, proxies, shapes):
     for shape in shapes:
-        if not re.fullmatch(r'ka-c\d+', shape):
-            sys.exit(f'unknown shape {shape}: ka-cN')
+        if not re.fullmatch(r'(ka|post1m|chunked1m)-c\d+', shape):
+            sys.exit(f'unknown shape {shape}: ka-cN, post1m-cN or chunked1m-cN')
     for proxy in proxies:
-        if proxy not in PROXIES + ['baseline']:
-            sys.exit(f'unknown proxy {proxy}; known: {", ".join(PROXIES + ["baseline"])}')
+        if proxy not in KNOWN:
+            sys.exit(f'unknown proxy {proxy}; known: {", ".join(KNOWN)}')
         binary = proxy_binary(proxy, args)
         if binary and not os.access(binary, os.X_OK):
             sys.exit(f'{proxy}: {binary} is not an executable (cargo build --release --examples?)')
-        if proxy in ('nginx', 'haproxy') and not shutil.which(proxy):
-            sys.exit(f'{proxy} is not installed (apt-get install {"nginx-light" if proxy == "nginx" else proxy})')
+        program = proxy.split('-')[0]
+        if program in ('nginx', 'haproxy') and not shutil.which(program):
+            sys.exit(f'{program} is not installed (apt-get install {"nginx-light" if program == "nginx" else program})')
     for tool in ['taskset', 'wrk']:
         if not shutil.which(tool):
             sys.exit(f'{tool} is needed')
@@ -144,12 +165,13 @@ def proxy_binary(proxy, args):
 
 def start_proxy(proxy, backend, workdir, args):
     cpu, port = args.proxy_cpu, free_port()
-    if proxy == 'nginx':
-        d = os.path.join(workdir, 'nginx')
+    if proxy in ('nginx', 'nginx-nobuf'):
+        d = os.path.join(workdir, proxy)
         os.makedirs(d, exist_ok=True)
         conf = os.path.join(d, 'nginx.conf')
+        buffering = 'proxy_request_buffering off; proxy_buffering off;' if proxy == 'nginx-nobuf' else ''
         with open(conf, 'w') as f:
-            f.write(NGINX_CONF.format(dir=d, port=port, backend=backend, keepalive=KEEPALIVE))
+            f.write(NGINX_CONF.format(dir=d, port=port, backend=backend, keepalive=KEEPALIVE, buffering=buffering))
         return relay.start(proxy, ['nginx', '-p', d, '-c', conf], cpu, workdir, port)
     if proxy == 'haproxy':
         conf = os.path.join(workdir, 'haproxy.cfg')
@@ -165,26 +187,72 @@ def measure(proxy, shape, workdir, env):
     """One load through a fresh proxy to a fresh backend: the proxy's CPU per request
     (µs), the load's rate, p99 and errors, and the backend connections it opened."""
     args = env['args']
-    backend_proc, backend = relay.start(f'backend-{proxy}', [args.percore, 'serve', '--bind', '127.0.0.1',
-                                        '--port', '0', '--workers', '1', '--cpus', str(args.load_cpu)],
-                                        args.load_cpu, workdir)
+    bodies = not shape.startswith('ka-')
+    if bodies:
+        command = ['python3', BODY_BACKEND]
+    else:
+        command = [args.percore, 'serve', '--bind', '127.0.0.1', '--port', '0', '--workers', '1', '--cpus',
+                   str(args.load_cpu)]
+    backend_proc, backend = relay.start(f'backend-{proxy}', command, args.load_cpu, workdir)
+    path, script = {'post1m': ('/sink', env['post_lua']), 'chunked1m': ('/chunked', None)}.get(
+        shape.split('-')[0], (None, None))
     try:
         proc, port = start_proxy(proxy, backend, workdir, args)
         try:
-            warm = e2e.load(shape, port, env, warm_up=True)
+            equal = check_bytes(port) if bodies else None
+            warm = e2e.load(shape, port, env, warm_up=True, path=path, script=script)
             before = e2e.tree_cpu(proc.pid)
-            done = e2e.load(shape, port, env)
+            done = e2e.load(shape, port, env, path=path, script=script)
             cpu = e2e.tree_cpu(proc.pid) - before
         finally:
             relay.stop(proc)
     finally:
         relay.stop(backend_proc)
     log = open(os.path.join(workdir, f'backend-{proxy}.log')).read()
-    opened = sum(int(n) for n in re.findall(r'stopped: (\d+) connections', log))
+    # The body backend does not count its connections.
+    opened = None if bodies else sum(int(n) for n in re.findall(r'stopped: (\d+) connections', log))
     requests = warm['requests'] + done['requests']
     return dict(cpu=cpu * 1e6 / done['requests'] if done['requests'] else float('nan'), rps=done['rps'],
-                p99_ms=done['p99_ms'], errors=done['errors'], opened=opened,
-                per_1000=opened * 1000 / requests if requests else float('nan'))
+                p99_ms=done['p99_ms'], errors=done['errors'], opened=opened, bytes_equal=equal,
+                per_1000=opened * 1000 / requests if requests and opened is not None else float('nan'))
+
+
+def check_bytes(port):
+    """Whether a 1 MiB POST of random bytes reaches the body backend whole (its
+    SHA-256), and its 1 MiB chunked answer reaches the client as it was sent."""
+    body = os.urandom(1 << 20)
+    head = b'POST /digest HTTP/1.1\r\nHost: a\r\nContent-Length: %d\r\nConnection: close\r\n\r\n' % len(body)
+    posted = exchange(port, head + body)
+    chunked = exchange(port, b'GET /chunked HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n')
+    sys.path.insert(0, os.path.dirname(BODY_BACKEND))
+    import body_backend  # noqa: E402
+    return posted == hashlib.sha256(body).hexdigest().encode() and chunked == body_backend.CONTENT
+
+
+def exchange(port, request):
+    """The content of the answer to `request` (sent on a new connection, read to the
+    close): de-chunked if it came in chunks."""
+    with socket.create_connection(('127.0.0.1', port), timeout=30) as s:
+        s.sendall(request)
+        answer = b''
+        while chunk := s.recv(1 << 16):
+            answer += chunk
+    head, _, body = answer.partition(b'\r\n\r\n')
+    if b'transfer-encoding: chunked' not in head.lower():
+        return body
+    content = b''
+    while True:
+        size_line, _, body = body.partition(b'\r\n')
+        size = int(size_line.split(b';')[0], 16)
+        if size == 0:
+            return content
+        content, body = content + body[:size], body[size + 2:]
+
+
+def bytes_equal(results):
+    """Whether every check of a proxy's bytes found them equal (None: not checked)."""
+    checks = [r['bytes_equal'] for r in results if r['bytes_equal'] is not None]
+    return all(checks) if checks else None
 
 
 def table(results, args):
@@ -197,11 +265,13 @@ def table(results, args):
         ratios = [r['cpu'] / theirs[r['round']] for r in mine if theirs.get(r['round'])]
         return f'{statistics.median(ratios):.2f} ({" ".join(f"{x:.2f}" for x in ratios)})' if ratios else '–'
 
-    out = [f'{args.rounds} rounds; proxies on CPU {args.proxy_cpu} (one worker/thread), backend (percore serve) '
+    out = [f'{args.rounds} rounds; proxies on CPU {args.proxy_cpu} (one worker/thread), backend (percore serve, '
+           f'or benches/body_backend.py for the body shapes) '
            f'and wrk -t1 on CPU {args.load_cpu}, {args.duration} s a load; medians; a ratio is the proxy\'s CPU per '
            f'request over the other\'s, the median of its per-round ratios (the rounds in brackets).', '',
-           '| shape | proxy | CPU/req | req/s | p99 | backend conns /1000 req | errors | / nginx | / haproxy |',
-           '|---|---|---|---|---|---|---|---|---|']
+           '| shape | proxy | CPU/req | req/s | p99 | backend conns /1000 req | errors | bytes | / nginx | / nginx-nobuf '
+           '| / haproxy |',
+           '|---|---|---|---|---|---|---|---|---|---|---|']
     for shape in dict.fromkeys(r['shape'] for r in results):
         for proxy in dict.fromkeys(r['proxy'] for r in results if r['shape'] == shape):
             mine = of(proxy, shape)
@@ -209,7 +279,9 @@ def table(results, args):
                    f'{statistics.median(r["rps"] for r in mine):,.0f}',
                    f'{statistics.median(r["p99_ms"] for r in mine):.2f} ms',
                    f'{statistics.median(r["per_1000"] for r in mine):.2f}', str(sum(r['errors'] for r in mine)),
+                   {None: '–', True: 'equal', False: 'DIFFER'}[bytes_equal(mine)],
                    ratio(mine, of('nginx', shape)) if proxy != 'nginx' else '–',
+                   ratio(mine, of('nginx-nobuf', shape)) if proxy != 'nginx-nobuf' else '–',
                    ratio(mine, of('haproxy', shape)) if proxy != 'haproxy' else '–']
             out.append('| ' + ' | '.join(row) + ' |')
     return '\n'.join(out)
