@@ -146,12 +146,12 @@ impl<P: Protocol> Machine<P> {
             return None;
         }
         if let Some(len) = len.filter(|_| self.holds_all_of(conn, len)) {
-            let mut first = std::mem::take(&mut conn.held);
-            conn.held = first.split_off(len as usize);
+            let mut first = conn.held.take();
+            conn.held = first.split_off(len as usize).into();
             self.resume(conn);
             return Some(Spliced { first, left: Some(0) });
         }
-        let first = std::mem::take(&mut conn.held);
+        let first = conn.held.take();
         conn.reading = Reading::Spliced;
         conn.ready.readable = true;
         Some(Spliced { left: len.map(|len| len - first.len() as u64), first })

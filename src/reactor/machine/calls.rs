@@ -131,10 +131,8 @@ impl<P: Protocol> Machine<P> {
         if verdict.flow != Flow::Close {
             if !from_held {
                 conn.held.extend_from_slice(&fresh[consumed..]);
-            } else if consumed == conn.held.len() {
-                conn.held = Vec::new();
             } else {
-                conn.held.drain(..consumed);
+                conn.held.consume(consumed);
             }
         }
         self.answered(conn, token, verdict.flow, Call::Data { maybe_more: unconsumed || maybe_more });
@@ -200,7 +198,7 @@ impl<P: Protocol> Machine<P> {
     pub(super) fn close(&mut self, conn: &mut Connection<P::Conn>, call: Call) {
         if conn.is_open() {
             let linger = self.lingers(conn, call);
-            conn.held = Vec::new();
+            conn.held.take();
             conn.life = Life::Closing { linger, closed: Closed::Done };
         }
     }

@@ -69,13 +69,58 @@ pub(crate) struct Ready {
     pub(super) read_closed: bool,
 }
 
+/// Received bytes a connection holds unconsumed: no memory while it holds none, and
+/// one word in its slot (a `Vec` would take three: every idle connection would
+/// pay two words more).
+#[derive(Debug, Default)]
+#[allow(clippy::box_collection, reason = "one word in the slot, where a Vec takes three")]
+pub(crate) struct Held(Option<Box<Vec<u8>>>);
+
+impl Held {
+    /// Appends `bytes`.
+    pub(super) fn extend_from_slice(&mut self, bytes: &[u8]) {
+        if !bytes.is_empty() {
+            self.0.get_or_insert_with(Box::default).extend_from_slice(bytes);
+        }
+    }
+
+    /// Drops the first `n` bytes; the memory goes with the last.
+    pub(super) fn consume(&mut self, n: usize) {
+        match &mut self.0 {
+            Some(bytes) if n < bytes.len() => {
+                bytes.drain(..n);
+            }
+            _ => self.0 = None,
+        }
+    }
+
+    /// Takes every byte held, leaving none.
+    pub(super) fn take(&mut self) -> Vec<u8> {
+        self.0.take().map(|bytes| *bytes).unwrap_or_default()
+    }
+}
+
+impl std::ops::Deref for Held {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        self.0.as_deref().map_or(&[], Vec::as_slice)
+    }
+}
+
+impl From<Vec<u8>> for Held {
+    fn from(bytes: Vec<u8>) -> Held {
+        Held(Some(Box::new(bytes)).filter(|bytes| !bytes.is_empty()))
+    }
+}
+
 /// One connection: the protocol's state for it and the machine's.
 #[derive(Debug)]
 pub(crate) struct Connection<S> {
     /// The protocol's own state for this connection.
     pub(super) state: S,
     /// Received bytes the protocol has not consumed yet (an incomplete message).
-    pub(super) held: Vec<u8>,
+    pub(super) held: Held,
     /// Output the wire has not taken yet; `None` (no memory) when all is sent.
     pub(super) queue: Option<Box<SendQueue>>,
     pub(super) life: Life,
@@ -110,7 +155,7 @@ impl<S: Default> Connection<S> {
     fn new(writing: Writing) -> Connection<S> {
         Connection {
             state: S::default(),
-            held: Vec::new(),
+            held: Held::default(),
             queue: None,
             life: Life::Open,
             reading: Reading::Open,
@@ -165,6 +210,7 @@ impl<S> Connection<S> {
     pub(crate) fn is_connecting(&self) -> bool {
         matches!(self.writing, Writing::Connecting { .. })
     }
+
 
     /// Whether output written to it is dropped: it is shut down for writing, or not
     /// open (a close under way sends what was written before it only).
