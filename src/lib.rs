@@ -70,4 +70,6 @@ pub mod http;
 pub mod listen;
 pub mod reactor;
 mod sys;
+#[cfg(feature = "tls")]
+pub mod tls;
 pub mod worker;
