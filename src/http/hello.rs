@@ -221,6 +221,8 @@ impl Hello {
 impl Protocol for Hello {
     type Conn = HelloConn;
 
+    const ALPN: &'static [&'static [u8]] = &[b"http/1.1"];
+
     fn on_data(&mut self, conn: &mut HelloConn, input: &[u8], io: &mut Io<'_>) -> Verdict {
         if conn.closing {
             // Waits for the timer to send the closing answer, and then to close.

@@ -36,6 +36,10 @@ pub struct Config {
     /// How long a connection the loop opens ([`Io::connect`](super::io::Io::connect))
     /// may take to be established; then it fails with `TimedOut`.
     pub connect_timeout: Option<Duration>,
+    /// How long an accepted connection that speaks TLS may take over its handshake;
+    /// then it is closed, the protocol never having heard of it (nginx holds a
+    /// stalled handshake for its 60 s `client_header_timeout`).
+    pub handshake_timeout: Option<Duration>,
     /// Received bytes a connection may hold unconsumed (an incomplete message the
     /// protocol is still waiting to complete); beyond it the connection is closed.
     /// A protocol should refuse sooner with an answer (HTTP: 414, 431); this bounds
@@ -47,9 +51,9 @@ pub struct Config {
 
 impl Default for Config {
     /// nginx's choices where it has them: 10 s for a request head (its 60 s is for
-    /// the open internet's slowest links), 60 s idle, 30 s send; HAProxy's usual 5 s
-    /// to connect; 1 MiB of pending input; a body at 1 KiB/s at least (Apache's
-    /// mod_reqtimeout asks 500 B/s).
+    /// the open internet's slowest links), and as much for a TLS handshake, 60 s
+    /// idle, 30 s send; HAProxy's usual 5 s to connect; 1 MiB of pending input; a
+    /// body at 1 KiB/s at least (Apache's mod_reqtimeout asks 500 B/s).
     fn default() -> Config {
         Config {
             max_connections: 65536,
@@ -58,6 +62,7 @@ impl Default for Config {
             idle_timeout: Some(Duration::from_secs(60)),
             send_timeout: Some(Duration::from_secs(30)),
             connect_timeout: Some(Duration::from_secs(5)),
+            handshake_timeout: Some(Duration::from_secs(10)),
             max_pending_input: 1024 * 1024,
         }
     }

@@ -16,7 +16,7 @@ use super::protocol::{Closed, Flow, Protocol, Verdict};
 use super::slab::{Slab, Token};
 use super::splice::Splices;
 use super::steps::{steps, Needs};
-use super::wire::Wire;
+use super::wire::{Establishing, Wire};
 use crate::listen::Address;
 use crate::sys::Pipe;
 
@@ -133,6 +133,17 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
         token
     }
 
+    /// Places an accepted connection whose wire is still being established (its TLS
+    /// handshake): its protocol hears of it once that is done.
+    #[cfg(feature = "tls")]
+    pub(crate) fn adopt_handshaking(&mut self, wire: W) -> Token {
+        let token = self.machine.io.orders.ids.take();
+        self.slots.put(token, Slot { conn: Connection::handshaking(), wire });
+        let slot = self.slots.get_mut(token).expect("placed above");
+        self.machine.rearm(&mut slot.conn, token);
+        token
+    }
+
     /// Calls `on_open` for an established connection, then serves it; `peer`: its
     /// peer's address, if its wire's opening said it.
     pub(crate) fn open(&mut self, token: Token, peer: Option<SocketAddr>) -> Option<Flow> {
@@ -165,6 +176,20 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
         }
     }
 
+    /// Opens a connection to `addr` that speaks TLS as `session` says: established
+    /// once its handshake is done too.
+    #[cfg(feature = "tls")]
+    pub(crate) fn connect_tls(&mut self, addr: &Address, session: crate::tls::Session) -> io::Result<ConnId>
+    where
+        W: super::secured::WithTls,
+    {
+        let id = self.connect(addr)?;
+        if let Some(slot) = self.slots.get_mut(id.token()) {
+            slot.wire.speak_tls(session);
+        }
+        Ok(id)
+    }
+
     /// Opens a connection to `addr` under `token`, taken and holding nothing.
     fn place_connecting(&mut self, token: Token, addr: &Address) -> io::Result<()> {
         let wire = W::connect(&mut self.registry, token, addr)?;
@@ -180,10 +205,14 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
         // A connection closed earlier in this batch has a retired token: skip it.
         let Some(slot) = self.slots.get_mut(token) else { return };
         if slot.conn.is_connecting() {
-            if let Some(kind) = slot.wire.connect_error() {
-                return self.close(token, Closed::ConnectFailed(kind));
+            match slot.wire.establish(&mut self.read_buffer) {
+                Establishing::Done => {}
+                Establishing::InProgress => return,
+                Establishing::Failed(kind) => return self.close(token, Closed::ConnectFailed(kind)),
             }
-            self.machine.ready(&mut slot.conn, edge);
+            // Input may wait already: a request that came with a TLS handshake's
+            // last flight.
+            self.machine.ready(&mut slot.conn, Edge { readable: true, ..edge });
             self.established(token);
             return;
         }

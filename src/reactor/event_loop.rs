@@ -23,6 +23,13 @@ use super::wire::Socket;
 use crate::listen::{Address, Listener};
 use crate::sys::{self, Epoll, EpollEvent};
 
+/// The wire of the loop's connections: a socket, which speaks TLS with the `tls`
+/// feature if its connection does.
+#[cfg(feature = "tls")]
+type LoopWire = super::secured::Secured<Socket>;
+#[cfg(not(feature = "tls"))]
+type LoopWire = Socket;
+
 const LISTENER: u64 = MAX_INDEX as u64 + 1;
 const CONTROL: u64 = MAX_INDEX as u64 + 2;
 
@@ -109,8 +116,11 @@ impl Stats {
 pub struct Reactor<P: Protocol> {
     /// The connections, their machine, and the epoll instance they are registered
     /// with.
-    driver: Driver<P, Socket>,
+    driver: Driver<P, LoopWire>,
     clock: Clock,
+    /// What accepted connections speak TLS with, if they do.
+    #[cfg(feature = "tls")]
+    tls: Option<crate::tls::ServerTls>,
     acceptor: Acceptor,
     /// Set by [`Reactor::drain`]: the graceful stop under way.
     stop: Option<Stop>,
@@ -147,6 +157,8 @@ impl<P: Protocol> Reactor<P> {
         Reactor {
             driver: Driver::new(machine, epoll),
             clock,
+            #[cfg(feature = "tls")]
+            tls: None,
             acceptor: Acceptor::new(listener),
             stop: None,
             max_connections: config.max_connections,
@@ -166,6 +178,17 @@ impl<P: Protocol> Reactor<P> {
     /// reads, writes or closes it.
     pub fn watch(&mut self, fd: impl AsFd) -> stdio::Result<()> {
         self.driver.registry.add(fd.as_fd(), sys::INTEREST_READ, CONTROL)
+    }
+
+    /// Connections accepted from now on speak TLS as `tls` says (`None`: they do
+    /// not): each is established once its handshake is done, within
+    /// [`Config::handshake_timeout`], and only then opened to the protocol
+    /// ([`Protocol::on_open`]), which sees plaintext through its `Io` as without
+    /// TLS. A handshake that fails closes the connection unseen by the protocol.
+    /// It offers the protocol's [`ALPN`](Protocol::ALPN) names.
+    #[cfg(feature = "tls")]
+    pub fn set_tls(&mut self, tls: Option<&crate::tls::ServerTls>) {
+        self.tls = tls.map(|tls| tls.with_alpn(P::ALPN));
     }
 
     /// What the loop counted so far.
@@ -202,6 +225,22 @@ impl<P: Protocol> Reactor<P> {
     /// [`Closed::ConnectFailed`]; one that fails at once is this error.
     pub fn connect(&mut self, addr: impl Into<Address>) -> stdio::Result<ConnId> {
         self.driver.connect(&addr.into())
+    }
+
+    /// Opens a connection to `addr` that speaks TLS with `tls`, to the server named
+    /// `server` (the name its certificate must have, sent by SNI; an IP address is
+    /// checked against the certificate, not sent): as [`connect`](Reactor::connect),
+    /// and established once its handshake is done too (within the connect timeout).
+    /// A name that is neither a DNS name nor an IP address is `InvalidInput`.
+    #[cfg(feature = "tls")]
+    pub fn connect_tls(
+        &mut self,
+        addr: impl Into<Address>,
+        tls: &crate::tls::ClientTls,
+        server: &str,
+    ) -> stdio::Result<ConnId> {
+        let session = tls.session(server)?;
+        self.driver.connect_tls(&addr.into(), session)
     }
 
     /// Opens a connection to the Unix socket at `path`, as [`connect`](Reactor::connect)
@@ -344,7 +383,15 @@ impl<P: Protocol> Reactor<P> {
     /// read loses no edge: `EPOLL_CTL_ADD` reports the readiness the socket has then.
     /// `on_open` hears of the peer's address from the accept (`peer`), at no cost.
     fn open_accepted(&mut self, socket: Socket, peer: Option<SocketAddr>) {
-        let token = self.driver.adopt(socket);
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &self.tls {
+            // Its ClientHello is likely in already: the handshake starts at once.
+            let token = self.driver.adopt_handshaking(LoopWire::with_tls(socket, tls.session()));
+            self.driver.edge(token, Edge { readable: true, writable: true, read_closed: false });
+            self.driver.register(token);
+            return;
+        }
+        let token = self.driver.adopt(LoopWire::from(socket));
         let edge = Edge { readable: true, writable: true, read_closed: false };
         self.driver.with_slot(token, |machine, slot| machine.ready(&mut slot.conn, edge));
         self.driver.open(token, peer);
@@ -412,7 +459,7 @@ mod tests {
     fn an_idle_connection_fits_in_72_bytes_of_slab() {
         // The slab's value for an idle connection is most of its cost (under 128 B
         // of worker memory each): the machine's state and the socket.
-        let size = std::mem::size_of::<Slot<(), Socket>>();
+        let size = std::mem::size_of::<Slot<(), LoopWire>>();
         assert!(size <= 72, "{size}");
     }
 

@@ -67,6 +67,11 @@ pub(crate) trait Addresses: std::fmt::Debug {
     fn local_addr(&self) -> io::Result<SocketAddr>;
     /// The far end's address.
     fn peer_addr(&self) -> io::Result<SocketAddr>;
+    /// What its TLS handshake agreed on, if it speaks TLS.
+    #[cfg(feature = "tls")]
+    fn tls(&self) -> Option<&crate::tls::Negotiated> {
+        None
+    }
 }
 
 /// A call's connection's ends: its wire, and the peer's address if the wire's
@@ -170,6 +175,14 @@ impl<'a> Io<'a> {
     /// a Unix socket.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.ends.wire.local_addr()
+    }
+
+    /// What the connection's TLS handshake agreed on (its version, cipher suite,
+    /// ALPN protocol, whether it resumed a session); `None` for a connection that
+    /// does not speak TLS.
+    #[cfg(feature = "tls")]
+    pub fn tls(&self) -> Option<&crate::tls::Negotiated> {
+        self.ends.wire.tls()
     }
 
     /// The loop's time, read once per turn of the loop (after it waited).

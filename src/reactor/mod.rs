@@ -27,6 +27,8 @@ mod machine;
 mod orders;
 mod output;
 mod protocol;
+#[cfg(feature = "tls")]
+mod secured;
 mod slab;
 mod splice;
 mod steps;

@@ -152,6 +152,13 @@ impl Output {
         })
     }
 
+    /// Appends to `out` up to `max` bytes of the output from byte `skip` on; returns
+    /// how many.
+    #[cfg(feature = "tls")]
+    pub(crate) fn gather(&self, skip: usize, out: &mut Vec<u8>, max: usize) -> io::Result<usize> {
+        gather(self.pieces(skip), out, max)
+    }
+
     /// Sends what the socket takes; returns the bytes sent.
     pub(crate) fn send(&self, fd: BorrowedFd<'_>) -> io::Result<usize> {
         if self.shared.is_empty() {
@@ -168,6 +175,38 @@ impl Output {
         }
         Ok(sent)
     }
+}
+
+/// Appends to `out` up to `max` bytes of `pieces`, in order, file ranges read with
+/// `pread`; returns how many. For a TLS wire, which seals what it gathers into a
+/// record: the bytes are copied once, into the record. A file shorter than its
+/// range is an error, as for sendfile.
+#[cfg(feature = "tls")]
+fn gather<'a>(pieces: impl Iterator<Item = Piece<'a>>, out: &mut Vec<u8>, max: usize) -> io::Result<usize> {
+    let mut gathered = 0;
+    for piece in pieces {
+        let take = piece.len().min(max - gathered);
+        match piece.memory() {
+            Some(bytes) => out.extend_from_slice(&bytes[..take]),
+            None => {
+                let start = out.len();
+                piece.read_file_into(out);
+                if out.len() - start < piece.len() {
+                    out.truncate(start);
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "a file range past the file's end",
+                    ));
+                }
+                out.truncate(start + take);
+            }
+        }
+        gathered += take;
+        if gathered == max {
+            break;
+        }
+    }
+    Ok(gathered)
 }
 
 /// Appends the bytes of `pieces` to `all`, file ranges read as they are now (up to
@@ -366,6 +405,20 @@ impl SendQueue {
         self.copied_after += bytes.len();
     }
 
+    /// Appends to `out` up to `max` queued bytes from byte `skip` on, leaving them
+    /// queued ([`consume`](SendQueue::consume) drops them once sent); returns how
+    /// many.
+    #[cfg(feature = "tls")]
+    pub(crate) fn gather(&self, skip: usize, out: &mut Vec<u8>, max: usize) -> io::Result<usize> {
+        let mut skip = skip;
+        let pieces = self.pieces().filter_map(|piece| {
+            let cut = skip.min(piece.len());
+            skip -= cut;
+            (cut < piece.len()).then(|| piece.skip(cut))
+        });
+        gather(pieces, out, max)
+    }
+
     /// Sends until the queue is empty or the socket is full; returns the bytes sent.
     pub(crate) fn flush(&mut self, fd: BorrowedFd<'_>) -> io::Result<usize> {
         let mut sent = 0;
@@ -417,7 +470,7 @@ impl SendQueue {
     }
 
     /// Drops the first `n` bytes, which the socket took.
-    fn consume(&mut self, mut n: usize) {
+    pub(crate) fn consume(&mut self, mut n: usize) {
         self.len -= n;
         while n > 0 {
             let Some(front) = self.shared.front_mut() else {

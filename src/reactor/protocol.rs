@@ -136,6 +136,11 @@ pub trait Protocol {
     /// Keep it small: an idle connection costs its slab slot and nothing else.
     type Conn: Default;
 
+    /// The names this protocol goes by in a TLS handshake's ALPN (RFC 7301), most
+    /// preferred first: `http/1.1` for HTTP/1.1. A loop that speaks TLS offers them
+    /// to its clients; none (the default): a client's ALPN list is not answered.
+    const ALPN: &'static [&'static [u8]] = &[];
+
     /// A connection opened: accepted, or, if the loop opened it ([`Io::connect`],
     /// [`Reactor::connect`](super::Reactor::connect)), established. What it writes
     /// goes out before any input is read (a server's greeting, a client's first

@@ -8,7 +8,7 @@ use super::io::Ends;
 use super::machine::{Connection, Machine, Step};
 use super::protocol::{Closed, Protocol};
 use super::slab::Token;
-use super::wire::Wire;
+use super::wire::{Received, Wire};
 
 /// Reads one connection may do per wake-up before the others get their turn.
 const READS_PER_WAKE: usize = 16;
@@ -60,10 +60,12 @@ pub(crate) fn steps<P: Protocol, W: Wire>(
             Step::Read => {
                 *reads += 1;
                 match wire.recv(buffer) {
-                    Ok(0) => {
+                    Ok(Received { len: 0, .. }) => {
                         machine.input_ended(conn, token, Ends::of(wire));
                     }
-                    Ok(n) => machine.received(conn, token, Ends::of(wire), &buffer[..n], n == buffer.len()),
+                    Ok(read) => {
+                        machine.received(conn, token, Ends::of(wire), &buffer[..read.len], read.filled)
+                    }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => machine.nothing_to_read(conn),
                     Err(e) => machine.read_failed(conn, e.kind()),
                 }
@@ -74,7 +76,7 @@ pub(crate) fn steps<P: Protocol, W: Wire>(
             }
             Step::Discard => {
                 *reads += 1;
-                let read = wire.recv(buffer);
+                let read = wire.recv(buffer).map(|read| read.len);
                 machine.discarded(conn, read);
             }
             Step::Splice => {

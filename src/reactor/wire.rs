@@ -15,6 +15,23 @@ use super::slab::Token;
 use crate::listen::Address;
 use crate::sys::{self, Epoll};
 
+/// What a read gave: `len` bytes (0: the end of the peer's stream), and whether it
+/// filled what it was given (more may wait: a short read drained the wire).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Received {
+    pub(crate) len: usize,
+    pub(crate) filled: bool,
+}
+
+/// Where a wire being established is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Establishing {
+    Done,
+    /// Not yet: its next edge tells more.
+    InProgress,
+    Failed(io::ErrorKind),
+}
+
 /// A connection's bytes in and out. Reads and sends take what they can and never
 /// wait: `WouldBlock` (or a send of fewer bytes than offered) means "not now", and
 /// the wire's next edge says when to try again.
@@ -22,18 +39,19 @@ pub(crate) trait Wire: Sized + Addresses {
     /// Where a driver registers its wires to hear of their edges.
     type Registry: std::fmt::Debug;
 
-    /// Starts opening a wire to `addr`, whose edges come with `token`; the first
-    /// says whether it is established ([`Wire::connect_error`]).
+    /// Starts opening a wire to `addr`, whose edges come with `token`; each edge
+    /// then asks whether it is established ([`Wire::establish`]).
     fn connect(registry: &mut Self::Registry, token: Token, addr: &Address) -> io::Result<Self>;
 
     /// Registers a wire that is already established (accepted), under `token`.
     fn register(&self, registry: &mut Self::Registry, token: Token) -> io::Result<()>;
 
-    /// Why a wire being opened failed, if it did, once its first edge came.
-    fn connect_error(&self) -> Option<io::ErrorKind>;
+    /// At an edge of a wire being established (a connect, a TLS handshake): goes
+    /// on with it (reading into `buffer` what it needs), and says where it is.
+    fn establish(&mut self, buffer: &mut [u8]) -> Establishing;
 
-    /// Reads into `buffer`: `Ok(0)` is the end of the peer's stream.
-    fn recv(&mut self, buffer: &mut [u8]) -> io::Result<usize>;
+    /// Reads into `buffer`.
+    fn recv(&mut self, buffer: &mut [u8]) -> io::Result<Received>;
 
     /// Sends what it takes of `output`; returns the bytes it took.
     fn send(&mut self, output: &Output) -> io::Result<usize>;
@@ -123,16 +141,18 @@ impl Wire for Socket {
         epoll.add(self.0.as_fd(), sys::INTEREST_CONNECTION, token.0)
     }
 
-    fn connect_error(&self) -> Option<io::ErrorKind> {
-        // The socket's pending error, SO_ERROR.
+    /// A connect is established at its first edge, unless it failed: the socket's
+    /// pending error, SO_ERROR, says.
+    fn establish(&mut self, _: &mut [u8]) -> Establishing {
         match SockRef::from(&self.0).take_error() {
-            Ok(None) => None,
-            Ok(Some(e)) | Err(e) => Some(e.kind()),
+            Ok(None) => Establishing::Done,
+            Ok(Some(e)) | Err(e) => Establishing::Failed(e.kind()),
         }
     }
 
-    fn recv(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
-        sys::recv(self.0.as_fd(), buffer)
+    fn recv(&mut self, buffer: &mut [u8]) -> io::Result<Received> {
+        let len = sys::recv(self.0.as_fd(), buffer)?;
+        Ok(Received { len, filled: len == buffer.len() })
     }
 
     fn send(&mut self, output: &Output) -> io::Result<usize> {

@@ -9,7 +9,7 @@ use crate::reactor::io::Addresses;
 use crate::reactor::output::{Output, SendQueue};
 use crate::reactor::protocol::Closed;
 use crate::reactor::slab::Token;
-use crate::reactor::wire::Wire;
+use crate::reactor::wire::{Establishing, Received, Wire};
 
 /// One connection's wire, its far end the test.
 #[derive(Debug)]
@@ -129,19 +129,25 @@ impl Wire for Peer {
         Ok(())
     }
 
-    fn connect_error(&self) -> Option<io::ErrorKind> {
-        // The test says when a connect fails.
-        None
+    /// The test says when a connect is established (the harness's `establish`),
+    /// or fails: until then an edge finds it in progress.
+    fn establish(&mut self, _: &mut [u8]) -> Establishing {
+        if self.connecting.is_some() {
+            Establishing::InProgress
+        } else {
+            Establishing::Done
+        }
     }
 
-    fn recv(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+    fn recv(&mut self, buffer: &mut [u8]) -> io::Result<Received> {
         if self.unread.is_empty() {
-            return if self.ended { Ok(0) } else { Err(io::ErrorKind::WouldBlock.into()) };
+            let end = Received { len: 0, filled: false };
+            return if self.ended { Ok(end) } else { Err(io::ErrorKind::WouldBlock.into()) };
         }
         let n = self.unread.len().min(buffer.len());
         buffer[..n].copy_from_slice(&self.unread[..n]);
         self.unread.drain(..n);
-        Ok(n)
+        Ok(Received { len: n, filled: n == buffer.len() })
     }
 
     fn send(&mut self, output: &Output) -> io::Result<usize> {

@@ -33,7 +33,7 @@ impl<P: Protocol> Machine<P> {
             return;
         }
         conn.writing = match conn.writing {
-            Writing::Connecting { .. } => Writing::Connecting { then_shut: true },
+            Writing::Connecting { accepted, .. } => Writing::Connecting { then_shut: true, accepted },
             Writing::Open => Writing::ShutRequested,
             other => other,
         };

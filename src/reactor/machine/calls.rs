@@ -39,7 +39,7 @@ impl<P: Protocol> Machine<P> {
         token: Token,
         ends: Ends<'_>,
     ) -> Option<Flow> {
-        if let Writing::Connecting { then_shut } = conn.writing {
+        if let Writing::Connecting { then_shut, .. } = conn.writing {
             conn.writing = if then_shut { Writing::ShutRequested } else { Writing::Open };
         }
         self.open(conn, token, ends)
@@ -240,6 +240,10 @@ impl<P: Protocol> Machine<P> {
         if self.io.output_of == Some(token) {
             // What it wrote last goes with it.
             self.io.output_of = None;
+        }
+        if conn.is_handshaking() {
+            // Never opened to the protocol: nothing to tell it.
+            return closed;
         }
         let mut io = self.io.for_call(token, ends, self.now, 0);
         self.protocol.on_close(&mut conn.state, closed, &conn.held, &mut io);

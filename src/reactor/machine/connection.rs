@@ -45,9 +45,11 @@ pub(crate) enum Reading {
 /// What becomes of the connection's output.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Writing {
-    /// Being opened: output is queued, and sent once it is established (then the
-    /// writing side is shut down if `then_shut`).
-    Connecting { then_shut: bool },
+    /// Being established: output is queued, and sent once it is (then the writing
+    /// side is shut down if `then_shut`). Opened by the protocol (a connect), or
+    /// `accepted` with its TLS handshake under way: then the protocol knows nothing
+    /// of it until it is established, and hears nothing if it fails.
+    Connecting { then_shut: bool, accepted: bool },
     /// Sent as it is written.
     Open,
     /// The writing side is shut down once the output is sent.
@@ -149,7 +151,14 @@ impl<S: Default> Connection<S> {
 
     /// A connection being opened: nothing is sent until it is established.
     pub(crate) fn connecting() -> Connection<S> {
-        Connection::new(Writing::Connecting { then_shut: false })
+        Connection::new(Writing::Connecting { then_shut: false, accepted: false })
+    }
+
+    /// A connection accepted whose TLS handshake is under way: the protocol hears of
+    /// it once that is done.
+    #[cfg(feature = "tls")]
+    pub(crate) fn handshaking() -> Connection<S> {
+        Connection::new(Writing::Connecting { then_shut: false, accepted: true })
     }
 
     fn new(writing: Writing) -> Connection<S> {
@@ -203,7 +212,7 @@ impl<S> Connection<S> {
     pub(crate) fn is_shutting_down(&self) -> bool {
         matches!(
             self.writing,
-            Writing::ShutRequested | Writing::Shut | Writing::Connecting { then_shut: true }
+            Writing::ShutRequested | Writing::Shut | Writing::Connecting { then_shut: true, .. }
         )
     }
 
@@ -211,6 +220,10 @@ impl<S> Connection<S> {
         matches!(self.writing, Writing::Connecting { .. })
     }
 
+    /// Whether the protocol has not heard of it yet: accepted, its handshake under way.
+    pub(crate) fn is_handshaking(&self) -> bool {
+        matches!(self.writing, Writing::Connecting { accepted: true, .. })
+    }
 
     /// Whether output written to it is dropped: it is shut down for writing, or not
     /// open (a close under way sends what was written before it only).

@@ -22,6 +22,7 @@ pub(crate) struct Limits {
     idle: u32,
     send: u32,
     connect: u32,
+    handshake: u32,
     /// Bytes per second a message the protocol is busy with must keep arriving at.
     min_input_rate: u32,
     /// Received bytes a connection may hold unconsumed.
@@ -35,6 +36,7 @@ impl Limits {
             idle: millis(config.idle_timeout),
             send: millis(config.send_timeout),
             connect: millis(config.connect_timeout),
+            handshake: millis(config.handshake_timeout),
             min_input_rate: config.min_input_rate,
             max_held_input: config.max_pending_input,
         }
@@ -69,6 +71,8 @@ pub(crate) enum Under {
     Linger,
     /// Being opened.
     Connect,
+    /// Accepted, its TLS handshake under way.
+    Handshake,
     /// Output waits for the peer (or another connection's bytes wait for it).
     Send,
     /// Input is held unconsumed: a message partly received.
@@ -195,6 +199,7 @@ impl Deadline {
         let (timeout, millis) = match under {
             Under::Linger => (Timeout::Linger, LINGER_MS),
             Under::Connect => (Timeout::Connect, limits.connect),
+            Under::Handshake => (Timeout::Connect, limits.handshake),
             Under::Send => (Timeout::Send, limits.send),
             Under::PartialMessage | Under::Busy => (Timeout::Message, limits.message),
             Under::Read(millis) => (Timeout::Read, millis),
@@ -258,13 +263,14 @@ fn ahead(now: u32, millis: u32) -> u32 {
 mod tests {
     use super::*;
 
-    /// The limits in milliseconds: 10 s, 100 B/s, 60 s, 30 s, 5 s.
+    /// The limits in milliseconds: 10 s, 100 B/s, 60 s, 30 s, 5 s, 10 s.
     const LIMITS: Limits = Limits {
         message: 10_000,
         min_input_rate: 100,
         idle: 60_000,
         send: 30_000,
         connect: 5_000,
+        handshake: 10_000,
         max_held_input: 1024,
     };
 

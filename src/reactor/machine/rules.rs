@@ -226,6 +226,7 @@ impl<P: Protocol> Machine<P> {
     pub(crate) fn rearm(&mut self, conn: &mut Connection<P::Conn>, token: Token) {
         let under = match conn.life {
             Life::Lingering => Under::Linger,
+            _ if conn.is_handshaking() => Under::Handshake,
             _ if conn.is_connecting() => Under::Connect,
             // Blocking: another connection's bytes wait for it (in a splice's pipe).
             _ if conn.unsent() > 0 || conn.blocking => Under::Send,
