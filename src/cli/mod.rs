@@ -131,6 +131,25 @@ pub struct ServerArgs {
     /// limit.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_timeout)]
     pub send_timeout: Duration,
+
+    /// Speak TLS (1.3 and 1.2) with the certificate chain of this PEM file, the
+    /// server's certificate first; with --tls-key.
+    #[cfg(feature = "tls")]
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The private key of --tls-cert's certificate, a PEM file (PKCS#8, SEC1 or
+    /// PKCS#1).
+    #[cfg(feature = "tls")]
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
+    /// How long a TLS handshake may take; then the connection is closed, unseen by
+    /// the protocol. 0: no limit. (The loop's handshake_timeout; nginx holds one for
+    /// its client_header_timeout, 60 s.)
+    #[cfg(feature = "tls")]
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_timeout)]
+    pub tls_handshake_timeout: Duration,
 }
 
 /// Connections per worker at most: far above what one core serves, and far below
@@ -230,9 +249,31 @@ impl ServerArgs {
                 min_input_rate: self.min_input_rate,
                 idle_timeout: timeout(self.idle_timeout),
                 send_timeout: timeout(self.send_timeout),
+                #[cfg(feature = "tls")]
+                handshake_timeout: timeout(self.tls_handshake_timeout),
                 ..Config::default()
             },
+            #[cfg(feature = "tls")]
+            tls: self.tls(),
         }
+    }
+
+    /// The TLS of `--tls-cert` and `--tls-key`, if given. A file that cannot be
+    /// read, a malformed PEM, a key that is not the certificate's: one line that
+    /// names the file, and exit status 1, as for the other files a server reads. A
+    /// certificate past its date: a warning (clients will refuse it).
+    #[cfg(feature = "tls")]
+    fn tls(&self) -> Option<crate::tls::ServerTls> {
+        let (cert, key) = (self.tls_cert.as_ref()?, self.tls_key.as_ref()?);
+        let tls = crate::tls::ServerTls::from_pem_files(cert, key).unwrap_or_else(|error| {
+            say(format_args!("{}: --tls-cert/--tls-key: {error}", program_name()));
+            std::process::exit(1)
+        });
+        if tls.not_after().is_some_and(|end| end < std::time::SystemTime::now()) {
+            let path = cert.display();
+            say(format_args!("{}: warning: the certificate of {path} has expired", program_name()));
+        }
+        Some(tls)
     }
 
     /// The address `--bind` and `--port` name; what a Unix socket cannot take is a

@@ -75,6 +75,8 @@ fn serve<S: Service>(
     }
     let protocol = service.protocol(config).map_err(WorkerError::Protocol)?;
     let mut reactor = Reactor::new(listener, protocol, job.options.reactor).map_err(WorkerError::Loop)?;
+    #[cfg(feature = "tls")]
+    reactor.set_tls(job.options.tls.as_ref());
     let publish_timer = TimerFd::every(PUBLISH_EVERY).map_err(WorkerError::Loop)?;
     reactor.watch(&signals).map_err(WorkerError::Loop)?;
     reactor.watch(&publish_timer).map_err(WorkerError::Loop)?;

@@ -64,6 +64,10 @@ pub struct Options {
     pub stats_interval: Option<Duration>,
     /// Limits of each worker's loop.
     pub reactor: Config,
+    /// What each worker's connections speak TLS with, if they do
+    /// ([`Reactor::set_tls`](crate::reactor::Reactor::set_tls)).
+    #[cfg(feature = "tls")]
+    pub tls: Option<crate::tls::ServerTls>,
 }
 
 impl Options {
@@ -90,6 +94,8 @@ impl Options {
             drain_grace: Duration::from_secs(1),
             stats_interval: None,
             reactor: Config::default(),
+            #[cfg(feature = "tls")]
+            tls: None,
         }
     }
 }
