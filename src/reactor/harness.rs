@@ -20,10 +20,47 @@ use super::protocol::{Closed, Flow, Protocol, Verdict};
 use super::slab::Token;
 use crate::listen::Address;
 
+/// The harness's wire: the test's vectors, with TLS on them with the `tls` feature
+/// if the connection speaks it.
+#[cfg(feature = "tls")]
+type HarnessWire = super::secured::Secured<Peer>;
+#[cfg(not(feature = "tls"))]
+type HarnessWire = Peer;
+
 /// A connection the test's listener accepted, not yet opened: the next test port's.
-fn adopt_accepted<P: Protocol>(driver: &mut Driver<P, Peer>) -> Token {
+fn adopt_accepted<P: Protocol>(driver: &mut Driver<P, HarnessWire>) -> Token {
     let peer = driver.registry.peer(None);
-    driver.adopt(peer)
+    driver.adopt(HarnessWire::from(peer))
+}
+
+/// A connection the test's listener accepted that speaks TLS with `tls`, the test
+/// its client (offering the protocol's ALPN names, trusting any certificate: a
+/// harness tests a protocol, not the server's certificate), through its handshake:
+/// the protocol has opened it.
+#[cfg(feature = "tls")]
+fn handshake_accepted<P: Protocol>(
+    driver: &mut Driver<P, HarnessWire>,
+    tls: &crate::tls::ServerTls,
+) -> Token {
+    let options =
+        crate::tls::ClientTlsOptions { alpn: P::ALPN.iter().map(|name| name.to_vec()).collect(), resume: 0 };
+    let anyone = crate::tls::ClientTls::new(&crate::tls::Trust::InsecureAnyCertificate, &options)
+        .expect("no file to read");
+    let mut peer = driver.registry.peer(None);
+    let mut far = anyone.session("localhost").expect("a name");
+    // Its ClientHello; what the server answers, its TLS reads as it is sent.
+    let _ = far.handshake(&[], &mut peer.unread);
+    peer.far = Some(Box::new(far));
+    let token = driver.adopt_handshaking(HarnessWire::with_tls(peer, tls.session()));
+    let edge = Edge { readable: true, writable: true, read_closed: false };
+    // A handshake is two flights each way at most; a few more edges cost nothing.
+    for _ in 0..8 {
+        if !driver.slot(token).is_some_and(|slot| slot.conn.is_connecting()) {
+            return token;
+        }
+        driver.edge(token, edge);
+    }
+    panic!("Harness: the TLS handshake did not finish")
 }
 
 /// What the test's reading says of a connection's wire: it takes output at once, or
@@ -130,7 +167,11 @@ fn peer_edge(reads: PeerReads) -> Edge {
 /// ```
 #[derive(Debug)]
 pub struct Harness<P: Protocol> {
-    driver: Driver<P, Peer>,
+    driver: Driver<P, HarnessWire>,
+    /// What accepted connections speak TLS with, if they do: the test is their
+    /// client.
+    #[cfg(feature = "tls")]
+    tls: Option<crate::tls::ServerTls>,
     now: Instant,
     /// The harness's own connection.
     own: Token,
@@ -147,10 +188,48 @@ impl<P: Protocol> Harness<P> {
 
     /// `protocol` under `config`'s limits and timeouts, as [`new`](Harness::new).
     pub fn with_config(protocol: P, config: Config) -> Harness<P> {
+        Harness::start(
+            protocol,
+            config,
+            #[cfg(feature = "tls")]
+            None,
+        )
+    }
+
+    /// `protocol` under `config`, as [`with_config`](Harness::with_config), its
+    /// connections speaking TLS with `tls` (and the protocol's
+    /// [`ALPN`](Protocol::ALPN) names): the test is their TLS client, sealing what
+    /// it sends and opening what it takes, so that a test reads and writes
+    /// plaintext as without TLS. Each accepted connection, its own first, is
+    /// opened (`on_open`) once its handshake is done, at once.
+    #[cfg(feature = "tls")]
+    pub fn with_tls(protocol: P, config: Config, tls: &crate::tls::ServerTls) -> Harness<P> {
+        Harness::start(protocol, config, Some(tls.with_alpn(P::ALPN)))
+    }
+
+    fn start(
+        protocol: P,
+        config: Config,
+        #[cfg(feature = "tls")] tls: Option<crate::tls::ServerTls>,
+    ) -> Harness<P> {
         let start = Instant::now();
         let mut driver = Driver::new(Machine::new(protocol, &config, start), Record::default());
+        #[cfg(feature = "tls")]
+        if let Some(tls) = tls {
+            let own = handshake_accepted(&mut driver, &tls);
+            let mut harness = Harness { driver, now: start, own, own_opened: true, tls: Some(tls) };
+            harness.settle();
+            return harness;
+        }
         let own = adopt_accepted(&mut driver);
-        Harness { driver, now: start, own, own_opened: false }
+        Harness {
+            driver,
+            now: start,
+            own,
+            own_opened: false,
+            #[cfg(feature = "tls")]
+            tls: None,
+        }
     }
 
     /// The harness's own connection, which the methods without an id drive.
@@ -164,6 +243,12 @@ impl<P: Protocol> Harness<P> {
     /// [`closed`](Harness::closed)). For a protocol that shares state between its
     /// clients: a pool, a queue, a broadcast.
     pub fn accept(&mut self) -> ConnId {
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &self.tls {
+            let token = handshake_accepted(&mut self.driver, tls);
+            self.settle();
+            return ConnId::of(token);
+        }
         let token = adopt_accepted(&mut self.driver);
         self.driver.open(token, None);
         self.settle();
@@ -377,7 +462,7 @@ impl<P: Protocol> Harness<P> {
     pub fn receive_on(&mut self, id: ConnId, input: &[u8]) {
         self.opened(id);
         let Some(slot) = self.driver.slot_mut(id.token()) else { return };
-        slot.wire.unread.extend_from_slice(input);
+        slot.wire.send(input);
         self.edge(id.token(), Edge { readable: true, ..Edge::default() });
     }
 
@@ -395,7 +480,7 @@ impl<P: Protocol> Harness<P> {
     pub fn input_end_on(&mut self, id: ConnId) {
         self.opened(id);
         let Some(slot) = self.driver.slot_mut(id.token()) else { return };
-        slot.wire.ended = true;
+        slot.wire.finish();
         self.edge(id.token(), Edge { readable: true, read_closed: true, ..Edge::default() });
     }
 

@@ -63,6 +63,22 @@ impl<W: Wire> WithTls for Secured<W> {
     }
 }
 
+/// A secured wire is its inner one, with TLS on it: the harness reaches its peer's
+/// vectors through it.
+impl<W> std::ops::Deref for Secured<W> {
+    type Target = W;
+
+    fn deref(&self) -> &W {
+        &self.inner
+    }
+}
+
+impl<W> std::ops::DerefMut for Secured<W> {
+    fn deref_mut(&mut self) -> &mut W {
+        &mut self.inner
+    }
+}
+
 impl<W> From<W> for Secured<W> {
     fn from(inner: W) -> Secured<W> {
         Secured { inner, tls: None }

@@ -10,10 +10,10 @@ use std::io::ErrorKind;
 
 use percore::reactor::{ConnId, Flow, Harness, PeerReads};
 
-use super::config;
 use super::outcome::{Outcome, Received};
 use super::protocol::{Remaining, Scripted, Targets, ACCEPTED};
 use super::script::Step;
+use super::{config, Wire};
 
 /// What the harness did: its outcome, and, after the opening and after each step,
 /// the outcome so far (`None` for a step skipped: its client had none to take it).
@@ -27,9 +27,9 @@ pub struct Expected {
 /// would not end.
 const MAX_ROUNDS: usize = 1000;
 
-/// Runs `script` through a harness.
-pub fn through_the_harness(script: &[Step], targets: Targets, remaining: Remaining) -> Expected {
-    let mut side = HarnessSide::new(targets, remaining);
+/// Runs `script` through a harness, its accepted connection speaking as `wire` says.
+pub fn through_the_harness(script: &[Step], targets: Targets, remaining: Remaining, wire: Wire) -> Expected {
+    let mut side = HarnessSide::new(targets, remaining, wire);
     let mut after = vec![Some(side.outcome())];
     for step in script {
         let taken = side.take(step);
@@ -51,10 +51,18 @@ struct HarnessSide {
 }
 
 impl HarnessSide {
-    fn new(targets: Targets, remaining: Remaining) -> HarnessSide {
-        let mut harness = Harness::with_config(Scripted::new(targets, remaining), config());
+    fn new(targets: Targets, remaining: Remaining, wire: Wire) -> HarnessSide {
+        let protocol = Scripted::new(targets, remaining);
+        let mut harness = match wire {
+            Wire::Plain => Harness::with_config(protocol, config()),
+            // Opened once its handshake is done: at once.
+            #[cfg(feature = "tls")]
+            Wire::Tls => Harness::with_tls(protocol, config(), &super::server_tls()),
+        };
         harness.set_peer_reads(PeerReads::AtOnce);
-        assert_eq!(harness.open(), Flow::Continue);
+        if wire == Wire::Plain {
+            assert_eq!(harness.open(), Flow::Continue);
+        }
         let clients = BTreeMap::from([(ACCEPTED, Received::default())]);
         let mut side = HarnessSide { harness, targets, clients, ended: BTreeSet::new() };
         side.settle();

@@ -13,11 +13,11 @@ use percore::listen::{self, ListenOptions, Opening};
 use percore::reactor::Reactor;
 use socket2::{Domain, Socket, Type};
 
-use super::config;
 use super::harness_side::Expected;
 use super::outcome::{Outcome, Received};
 use super::protocol::{Remaining, Scripted, Targets, ACCEPTED};
 use super::script::Step;
+use super::{config, Wire};
 
 /// Bound on every wait for the loop.
 const WAIT: Duration = Duration::from_secs(10);
@@ -51,6 +51,9 @@ pub struct LoopSide {
 /// The test's end of one connection.
 struct Client {
     stream: TcpStream,
+    /// Its TLS, rustls's, if the connection speaks it.
+    #[cfg(feature = "tls")]
+    tls: Option<rustls::ClientConnection>,
     received: Received,
     /// The client ended its stream (a step did, or it closed at the server's linger).
     ended: bool,
@@ -64,7 +67,38 @@ impl Client {
         // when it answers nothing (a paused connection): the loop would read it
         // after what later steps set off.
         stream.set_nodelay(true).expect("a client that sends at once");
-        Client { stream, received: Received::default(), ended: false }
+        Client {
+            stream,
+            #[cfg(feature = "tls")]
+            tls: None,
+            received: Received::default(),
+            ended: false,
+        }
+    }
+
+    /// A client speaking TLS through rustls, trusting the test CA: its ClientHello
+    /// goes at once, the rest of the handshake as it reads.
+    #[cfg(feature = "tls")]
+    fn with_tls(stream: TcpStream) -> Client {
+        use rustls::pki_types::pem::PemObject;
+        let ca = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/tls/ca.pem");
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add_parsable_certificates(
+            rustls::pki_types::CertificateDer::pem_file_iter(ca)
+                .expect("the CA")
+                .map(|c| c.expect("a certificate")),
+        );
+        let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("versions")
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let name = "localhost".try_into().expect("a name");
+        let tls = rustls::ClientConnection::new(std::sync::Arc::new(config), name).expect("a client");
+        let mut client = Client { tls: Some(tls), ..Client::new(stream) };
+        client.write_tls();
+        client
     }
 
     /// Reads what arrived, and notes the end of the stream (or a reset: either way,
@@ -74,7 +108,7 @@ impl Client {
         while !self.received.ended {
             match self.stream.read(&mut buffer) {
                 Ok(0) => self.received.ended = true,
-                Ok(n) => self.received.bytes.push_str(&String::from_utf8_lossy(&buffer[..n])),
+                Ok(n) => self.arrived(&buffer[..n]),
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == ErrorKind::ConnectionReset => self.received.ended = true,
@@ -83,17 +117,69 @@ impl Client {
         }
     }
 
-    /// Ends the client's stream.
+    /// `bytes` came: what they say, opened by the client's TLS if it has one.
+    fn arrived(&mut self, bytes: &[u8]) {
+        #[cfg(feature = "tls")]
+        if let Some(tls) = self.tls.as_mut() {
+            let mut records = bytes;
+            while !records.is_empty() {
+                tls.read_tls(&mut records).expect("into rustls's buffer");
+                tls.process_new_packets().expect("records rustls takes");
+            }
+            let mut plaintext = Vec::new();
+            match tls.reader().read_to_end(&mut plaintext) {
+                // close_notify: the server's end of stream, as a plain one's would be.
+                Ok(_) => self.received.ended = true,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+                Err(e) => panic!("rustls reading what the loop sent: {e}"),
+            }
+            self.received.bytes.push_str(&String::from_utf8_lossy(&plaintext));
+            self.write_tls();
+            return;
+        }
+        self.received.bytes.push_str(&String::from_utf8_lossy(bytes));
+    }
+
+    /// Sends `bytes`: a few, far below what the socket buffers, so the write is whole.
+    fn send(&mut self, bytes: &[u8]) {
+        #[cfg(feature = "tls")]
+        if let Some(tls) = self.tls.as_mut() {
+            tls.writer().write_all(bytes).expect("into rustls's buffer");
+            return self.write_tls();
+        }
+        self.stream.write_all(bytes).expect("sending a step");
+    }
+
+    /// Sends what the client's TLS has to send (a handshake's flight, records).
+    #[cfg(feature = "tls")]
+    fn write_tls(&mut self) {
+        let Some(tls) = self.tls.as_mut() else { return };
+        let mut sealed = Vec::new();
+        while tls.wants_write() {
+            tls.write_tls(&mut sealed).expect("to a vector");
+        }
+        // The server may have closed already: what it will not read is lost, as a
+        // plain client's bytes would be.
+        let _ = self.stream.write_all(&sealed);
+    }
+
+    /// Ends the client's stream: after close_notify, if it speaks TLS.
     fn end(&mut self) {
         self.ended = true;
+        #[cfg(feature = "tls")]
+        if let Some(tls) = self.tls.as_mut() {
+            tls.send_close_notify();
+            self.write_tls();
+        }
         // The server may have closed already: then there is nothing to end.
         let _ = self.stream.shutdown(Shutdown::Write);
     }
 }
 
 impl LoopSide {
-    /// A loop on 127.0.0.1, with its one accepted connection's client.
-    pub fn start(remaining: Remaining) -> LoopSide {
+    /// A loop on 127.0.0.1, with its one accepted connection's client, speaking as
+    /// `wire` says.
+    pub fn start(remaining: Remaining, wire: Wire) -> LoopSide {
         let peers = TcpListener::bind("127.0.0.1:0").expect("binding the peers' listener");
         peers.set_nonblocking(true).expect("a non-blocking listener");
         let refusing = Socket::new(Domain::IPV4, Type::STREAM, None).expect("a socket");
@@ -106,9 +192,19 @@ impl LoopSide {
         let listener =
             listen::bind(([127, 0, 0, 1], 0).into(), &options).expect("binding the loop's listener");
         let addr = listener.local_addr().expect("the loop's address");
-        let reactor = Reactor::new(listener, Scripted::new(targets, remaining), config()).expect("a loop");
+        #[allow(unused_mut, reason = "set with the tls feature")]
+        let mut reactor =
+            Reactor::new(listener, Scripted::new(targets, remaining), config()).expect("a loop");
         let accepted = TcpStream::connect_timeout(&addr, WAIT).expect("connecting to the loop");
-        let clients = BTreeMap::from([(ACCEPTED, Client::new(accepted))]);
+        let client = match wire {
+            Wire::Plain => Client::new(accepted),
+            #[cfg(feature = "tls")]
+            Wire::Tls => {
+                reactor.set_tls(Some(&super::server_tls()));
+                Client::with_tls(accepted)
+            }
+        };
+        let clients = BTreeMap::from([(ACCEPTED, client)]);
         LoopSide { reactor, targets, peers, _refusing: refusing, clients, lingered: BTreeSet::new() }
     }
 
@@ -166,10 +262,7 @@ impl LoopSide {
     fn take(&mut self, step: &Step) {
         let client = self.clients.get_mut(&step.name()).expect("the harness took this step: a client");
         match step {
-            Step::Send(_, bytes) => {
-                // A few bytes, far below what the socket buffers: the write is whole.
-                client.stream.write_all(bytes.as_bytes()).expect("sending a step");
-            }
+            Step::Send(_, bytes) => client.send(bytes.as_bytes()),
             Step::End(_) => client.end(),
         }
     }

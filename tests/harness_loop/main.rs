@@ -21,6 +21,12 @@
 //! A client sends a step only once everything the previous one set off has
 //! happened (timers' callbacks included), so nothing depends on how fast either
 //! side is; nothing here measures time.
+//!
+//! With the `tls` feature the same scripts run again with the accepted connection
+//! speaking TLS: through `Harness::with_tls`, whose test is its TLS client, and
+//! through the loop with `Reactor::set_tls`, whose client is rustls's. A layer at
+//! the wire changes bytes, not meaning: both must give the same callbacks and the
+//! same plaintext.
 
 mod command;
 mod divergences;
@@ -54,6 +60,22 @@ fn config() -> Config {
     }
 }
 
+/// What the accepted connection speaks: plaintext, or TLS.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wire {
+    Plain,
+    #[cfg(feature = "tls")]
+    Tls,
+}
+
+/// The test certificate's TLS, for the accepted connection.
+#[cfg(feature = "tls")]
+fn server_tls() -> percore::tls::ServerTls {
+    let file = |name: &str| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/tls").join(name);
+    percore::tls::ServerTls::from_pem_files(&file("localhost.pem"), &file("localhost.key"))
+        .expect("the test certificate")
+}
+
 /// Runs `script` through the harness and through the loop, steering clear of the
 /// divergence that remains; they must agree. Returns what they gave.
 fn agree(script: &[Step]) -> Outcome {
@@ -63,8 +85,13 @@ fn agree(script: &[Step]) -> Outcome {
 /// Runs `script` through both, the divergence that remains avoided or met as
 /// `remaining` says.
 fn agree_where(script: &[Step], remaining: Remaining) -> Outcome {
-    let real = LoopSide::start(remaining);
-    let expected = through_the_harness(script, real.targets(), remaining);
+    agree_over(script, remaining, Wire::Plain)
+}
+
+/// Runs `script` through both, the accepted connection speaking as `wire` says.
+fn agree_over(script: &[Step], remaining: Remaining, wire: Wire) -> Outcome {
+    let real = LoopSide::start(remaining, wire);
+    let expected = through_the_harness(script, real.targets(), remaining, wire);
     let (outcome, stopped) = real.run(script, &expected);
     assert_agree(script, &expected.outcome, &outcome, stopped.as_deref());
     outcome
@@ -107,6 +134,15 @@ fn the_harness_and_the_loop_give_one_conversation_the_same_bytes() {
         std::iter::once("hi a\n").chain(steps.iter().map(|(_, answer)| *answer)).collect();
     let outcome = agree(&script);
     assert_eq!(accepted(&outcome), (transcript.as_str(), true));
+    #[cfg(feature = "tls")]
+    {
+        let over_tls = agree_over(&script, Remaining::SteeredClear, Wire::Tls);
+        assert_eq!(
+            (&over_tls.log, accepted(&over_tls)),
+            (&outcome.log, accepted(&outcome)),
+            "the same over TLS"
+        );
+    }
 }
 
 #[test]
@@ -176,6 +212,12 @@ proptest! {
     #[test]
     fn the_harness_and_the_loop_agree_on_any_script(script in script::script(24)) {
         agree(&script);
+    }
+
+    #[cfg(feature = "tls")]
+    #[test]
+    fn the_harness_and_the_loop_agree_on_any_script_over_tls(script in script::script(24)) {
+        agree_over(&script, Remaining::SteeredClear, Wire::Tls);
     }
 
     #[test]

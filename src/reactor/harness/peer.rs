@@ -33,6 +33,9 @@ pub(crate) struct Peer {
     /// Its ends' IP addresses, this one's and the far one's; `None` for a
     /// connection to a Unix socket, whose ends have none.
     ends: Option<(SocketAddr, SocketAddr)>,
+    /// The test's TLS, as the client of a connection that speaks it.
+    #[cfg(feature = "tls")]
+    pub(crate) far: Option<Box<crate::tls::Session>>,
 }
 
 /// A peer's room while it reads everything.
@@ -88,13 +91,58 @@ impl Record {
             connecting,
             serial: self.made,
             ends,
+            #[cfg(feature = "tls")]
+            far: None,
         }
     }
 }
 
 impl Peer {
-    /// What the test reads now of `bytes`; returns how many.
+    /// The test sends `bytes`: sealed by its TLS, if the connection speaks it.
+    pub(crate) fn send(&mut self, bytes: &[u8]) {
+        #[cfg(feature = "tls")]
+        if let Some(records) = self.far.as_deref_mut().and_then(crate::tls::Session::records) {
+            for content in bytes.chunks(crate::tls::MAX_PLAINTEXT) {
+                let start = records.begin(&mut self.unread);
+                self.unread.extend_from_slice(content);
+                records.seal(&mut self.unread, start, crate::tls::ContentType::ApplicationData);
+            }
+            return;
+        }
+        self.unread.extend_from_slice(bytes);
+    }
+
+    /// The test finishes sending: after close_notify, if the connection speaks TLS.
+    pub(crate) fn finish(&mut self) {
+        #[cfg(feature = "tls")]
+        if let Some(far) = self.far.as_deref_mut() {
+            far.close_notify(&mut self.unread);
+        }
+        self.ended = true;
+    }
+
+    /// What the test reads now of `bytes`; returns how many. Over TLS, the test's
+    /// TLS reads the handshake whatever the test reads, and opens the records it
+    /// reads: their plaintext is what the test takes.
     fn take(&mut self, bytes: &[u8]) -> usize {
+        #[cfg(feature = "tls")]
+        if let Some(far) = self.far.as_deref_mut() {
+            if !far.is_established() {
+                // A handshake the server failed leaves the test's TLS failed too.
+                let _ = far.handshake(bytes, &mut self.unread);
+                return bytes.len();
+            }
+            let n = bytes.len().min(self.room);
+            let mut input = vec![0; far.partial_len() + n];
+            let kept = far.take_partial(&mut input);
+            input[kept..].copy_from_slice(&bytes[..n]);
+            let len = input.len();
+            if let Ok(opened) = far.open(&mut input, len, &mut self.unread) {
+                self.taken.extend_from_slice(&input[..opened.plaintext]);
+            }
+            self.room -= n;
+            return n;
+        }
         let n = bytes.len().min(self.room);
         self.taken.extend_from_slice(&bytes[..n]);
         self.room -= n;
