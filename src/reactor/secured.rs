@@ -127,12 +127,12 @@ impl Tls {
             if taken == len {
                 return Ok(taken);
             }
-            let records = self.session.records().ok_or(io::ErrorKind::NotConnected)?;
-            if records.tx_exhausted() {
-                // AES-GCM's limit for one key: TLS 1.3 would update it; a connection
-                // that sends sixteen million records closes instead.
-                return Err(io::Error::other("TLS record limit of the key reached"));
+            // AES-GCM's limit for one key: TLS 1.3 updates it; a TLS 1.2 connection
+            // that sealed sixteen million records ends.
+            if !self.session.refresh_if_exhausted(&mut self.sealed) {
+                return Err(io::Error::other("TLS 1.2: the key's record limit reached"));
             }
+            let records = self.session.records().ok_or(io::ErrorKind::NotConnected)?;
             while self.covered < SEALED_PER_CALL && taken + self.covered < len {
                 let start = records.begin(&mut self.sealed);
                 let n = gather(taken + self.covered, &mut self.sealed, MAX_PLAINTEXT)?;

@@ -191,6 +191,12 @@ impl Records {
         self.tx.seq >= self.tx.records_per_key
     }
 
+    /// Lowers the sealing key's limit, for a test to reach it.
+    #[cfg(test)]
+    pub(crate) fn limit_tx(&mut self, records: u64) {
+        self.tx.records_per_key = records;
+    }
+
     pub(crate) fn version(&self) -> Version {
         self.version
     }

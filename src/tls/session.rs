@@ -128,6 +128,9 @@ struct Established<Data> {
     early: Vec<u8>,
     /// A handshake message spread over records (TLS 1.3 allows it), so far.
     message: Vec<u8>,
+    /// Key updates the peer sent since its last application data: each costs a
+    /// key derivation, so a peer that sends nothing else is cut off.
+    key_updates: u8,
     /// The peer's close_notify came: nothing more will.
     peer_closed: bool,
 }
@@ -240,6 +243,21 @@ impl Session {
         match &mut self.0 {
             Peer::Server(side) => side.open(input, len, out, refuse_ticket),
             Peer::Client(side) => side.open(input, len, out, KernelConnection::handle_new_session_ticket),
+        }
+    }
+
+    /// Before sealing more: a key that came to its limit is updated (a KeyUpdate,
+    /// appended to `out`, sealed under the old key); in TLS 1.2, which cannot update
+    /// it, the connection must end. Returns whether sealing may go on.
+    pub(crate) fn refresh_if_exhausted(&mut self, out: &mut Vec<u8>) -> bool {
+        let exhausted = self.records().is_some_and(|records| records.tx_exhausted());
+        if !exhausted {
+            return true;
+        }
+        match &mut self.0 {
+            Peer::Server(Side::Established(established)) => established.refresh(out),
+            Peer::Client(Side::Established(established)) => established.refresh(out),
+            _ => false,
         }
     }
 
@@ -359,6 +377,7 @@ impl<U: Unbuffered> Handshake<U> {
             partial: self.incoming,
             early: self.early,
             message: Vec::new(),
+            key_updates: 0,
             peer_closed: false,
         })
     }
@@ -397,6 +416,10 @@ const CLIENT_HELLO: u8 = 1;
 const NEW_SESSION_TICKET: u8 = 4;
 const KEY_UPDATE: u8 = 24;
 
+/// Key updates a peer may send in a row with no application data between: rustls
+/// and OpenSSL refuse a flood of them too (each costs a key derivation).
+const KEY_UPDATES_IN_A_ROW: u8 = 16;
+
 /// Appends the alert `description` to `out`, sealed.
 fn alert(records: &mut Records, out: &mut Vec<u8>, description: u8, level: AlertLevel) {
     let start = records.begin(out);
@@ -431,6 +454,7 @@ impl<Data> Established<Data> {
                 // After close_notify nothing the peer sends counts.
                 ContentType::ApplicationData if self.peer_closed => {}
                 ContentType::ApplicationData => {
+                    self.key_updates = 0;
                     let content_len = content.len();
                     input.copy_within(content, plaintext);
                     plaintext += content_len;
@@ -501,14 +525,25 @@ impl<Data> Established<Data> {
         Ok(())
     }
 
-    /// The peer's keys changed (a TLS 1.3 KeyUpdate): ours too, if it asked.
+    /// The peer's keys changed (a TLS 1.3 KeyUpdate): ours too, if it asked. More
+    /// than [`KEY_UPDATES_IN_A_ROW`] with no data between is a flood, refused.
     fn key_update(&mut self, out: &mut Vec<u8>, asked: bool) -> Result<(), u8> {
+        self.key_updates += 1;
+        if self.key_updates > KEY_UPDATES_IN_A_ROW {
+            return Err(UNEXPECTED_MESSAGE);
+        }
         let rx = self.kernel.update_rx_secret().map_err(|_| UNEXPECTED_MESSAGE)?;
         self.records.rekey_rx(rx);
         if asked {
             self.update_tx(out).map_err(|_| UNEXPECTED_MESSAGE)?;
         }
         Ok(())
+    }
+
+    /// Our key came to its limit: in TLS 1.3 a KeyUpdate, and a new key; TLS 1.2
+    /// has no way (false).
+    fn refresh(&mut self, out: &mut Vec<u8>) -> bool {
+        self.records.version() == Version::Tls13 && self.update_tx(out).is_ok()
     }
 
     /// Sends a KeyUpdate under the old key, and seals under the new one from then on.

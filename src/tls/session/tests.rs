@@ -402,3 +402,37 @@ fn a_ticket_from_a_rustls_server_lets_our_client_resume() {
     }
     assert_eq!(resumed, [false, true]);
 }
+
+#[test]
+fn a_key_at_its_limit_is_updated_in_tls_1_3_and_ends_a_tls_1_2_connection() {
+    let (mut server, mut client) = server_with(tls13());
+    server.records().expect("established").limit_tx(2);
+    let mut sealed = Vec::new();
+    for record in 0..5 {
+        assert!(server.refresh_if_exhausted(&mut sealed), "record {record}");
+        let records = server.records().expect("established");
+        let start = records.begin(&mut sealed);
+        sealed.extend_from_slice(format!("record {record};").as_bytes());
+        records.seal(&mut sealed, start, ContentType::ApplicationData);
+    }
+    // rustls follows the KeyUpdate sealed under the old key.
+    client.deliver(&sealed);
+    assert_eq!(client.received(), b"record 0;record 1;record 2;record 3;record 4;");
+    let (mut server, _client) = server_with(tls12());
+    server.records().expect("established").limit_tx(0);
+    assert!(!server.refresh_if_exhausted(&mut Vec::new()), "TLS 1.2 has no key update");
+}
+
+#[test]
+fn a_flood_of_key_updates_is_cut_off() {
+    let (mut server, mut client) = server_with(tls13());
+    let mut flood = Vec::new();
+    for _ in 0..=KEY_UPDATES_IN_A_ROW {
+        client.refresh_traffic_keys().expect("TLS 1.3");
+        flood.extend(sent_by(&mut client));
+    }
+    assert!(matches!(
+        open_in_pieces(&mut server, &flood, usize::MAX),
+        Err(Failure::Record(RecordError::Unexpected))
+    ));
+}
