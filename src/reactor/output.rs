@@ -190,15 +190,14 @@ fn gather<'a>(pieces: impl Iterator<Item = Piece<'a>>, out: &mut Vec<u8>, max: u
             Some(bytes) => out.extend_from_slice(&bytes[..take]),
             None => {
                 let start = out.len();
-                piece.read_file_into(out);
-                if out.len() - start < piece.len() {
+                piece.read_file_into(out, take);
+                if out.len() - start < take {
                     out.truncate(start);
                     return Err(io::Error::new(
                         io::ErrorKind::UnexpectedEof,
                         "a file range past the file's end",
                     ));
                 }
-                out.truncate(start + take);
             }
         }
         gathered += take;
@@ -215,7 +214,7 @@ fn append<'a>(pieces: impl Iterator<Item = Piece<'a>>, all: &mut Vec<u8>) {
     for piece in pieces {
         match piece.memory() {
             Some(bytes) => all.extend_from_slice(bytes),
-            None => piece.read_file_into(all),
+            None => piece.read_file_into(all, usize::MAX),
         }
     }
 }
@@ -243,13 +242,13 @@ impl<'a> Piece<'a> {
         }
     }
 
-    /// Appends the bytes of a file piece, as far as the file has them.
-    fn read_file_into(&self, all: &mut Vec<u8>) {
+    /// Appends up to `max` bytes of a file piece, as far as the file has them.
+    fn read_file_into(&self, all: &mut Vec<u8>, max: usize) {
         if let Piece::Shared(Shared::File { file, offset, .. }, from) = *self {
-            let start = all.len();
-            all.resize(start + self.len(), 0);
+            let (start, want) = (all.len(), self.len().min(max));
+            all.resize(start + want, 0);
             let mut read = 0;
-            while read < self.len() {
+            while read < want {
                 match file.read_at(&mut all[start + read..], offset + (from + read) as u64) {
                     Ok(0) | Err(_) => break,
                     Ok(n) => read += n,
@@ -690,6 +689,30 @@ pub(super) mod tests {
         assert!(expected == in_order, "to_vec reads the ranges in place");
         let received = sent_through_a_full_socket(&output, 1);
         assert!(received == expected, "byte for byte: {} of {} bytes", received.len(), expected.len());
+    }
+
+    #[cfg(feature = "tls")]
+    #[test]
+    fn gathered_a_record_at_a_time_file_ranges_come_in_order_each_piece_as_long_as_asked() {
+        let (file, bytes) = sealed_pattern(100_000);
+        let mut output = Output::new();
+        output.write(b"head\r\n");
+        output.write_file(Arc::clone(&file), 1000, 90_000);
+        output.write(b"tail");
+        let (mut gathered, mut records) = (Vec::new(), 0);
+        while gathered.len() < output.len() {
+            let n = output.gather(gathered.len(), &mut gathered, 16_384).expect("the file has the range");
+            assert!(n == 16_384 || gathered.len() == output.len(), "record {records}: {n} bytes");
+            records += 1;
+        }
+        assert!(gathered == [&b"head\r\n"[..], &bytes[1000..91_000], b"tail"].concat());
+        assert_eq!(records, output.len().div_ceil(16_384));
+        // A range past the file's end is an error when its bytes are gathered.
+        let mut short = Output::new();
+        short.write_file(file, 90_000, 20_000);
+        assert_eq!(short.gather(0, &mut Vec::new(), 8192).expect("the first 8 KiB are there"), 8192);
+        let error = short.gather(8192, &mut Vec::new(), 16_384).expect_err("2 KiB past the end");
+        assert_eq!(error.kind(), io::ErrorKind::UnexpectedEof);
     }
 
     #[test]
