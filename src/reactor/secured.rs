@@ -30,6 +30,11 @@ use crate::tls::{ContentType, Failure, Handshaking, Session, MAX_PLAINTEXT};
 /// wire: three full records, as a plaintext send hands the socket 48 KiB a call.
 const SEALED_PER_CALL: usize = 3 * MAX_PLAINTEXT;
 
+/// The buffer of sealed records a connection keeps once all went: enough for the
+/// records of small answers; a larger one (a body's) is freed, so that a
+/// connection idle after a body holds no more than after a hello.
+const KEPT_SEALED: usize = 1024;
+
 /// A connection's wire, and its TLS if it speaks it.
 #[derive(Debug)]
 pub(crate) struct Secured<W> {
@@ -41,9 +46,10 @@ pub(crate) struct Secured<W> {
 #[derive(Debug)]
 struct Tls {
     session: Session,
-    /// Records sealed (and the handshake's flights, alerts) the inner wire has not
-    /// taken yet, in order.
+    /// Records sealed (and the handshake's flights, alerts), in order; the inner
+    /// wire took the first `sent` bytes.
     sealed: Vec<u8>,
+    sent: usize,
     /// How many bytes of the output the records in `sealed` hold: the first bytes
     /// of what the machine offers next.
     covered: usize,
@@ -94,18 +100,24 @@ impl<W: Wire> Secured<W> {
 
 impl Tls {
     fn new(session: Session) -> Tls {
-        Tls { session, sealed: Vec::new(), covered: 0, peer_closed: false }
+        Tls { session, sealed: Vec::new(), sent: 0, covered: 0, peer_closed: false }
     }
 
-    /// Hands the inner wire what is sealed; returns whether it took it all.
+    /// Hands the inner wire what is sealed; returns whether it took it all. Once
+    /// it did, a buffer larger than [`KEPT_SEALED`] is freed.
     fn send_sealed(&mut self, inner: &mut impl Wire) -> io::Result<bool> {
-        while !self.sealed.is_empty() {
-            let sent = inner.send_bytes(&self.sealed)?;
+        while self.sent < self.sealed.len() {
+            let sent = inner.send_bytes(&self.sealed[self.sent..])?;
             if sent == 0 {
                 return Ok(false);
             }
-            self.sealed.drain(..sent);
+            self.sent += sent;
         }
+        self.sent = 0;
+        if self.sealed.capacity() > KEPT_SEALED {
+            self.sealed = Vec::new();
+        }
+        self.sealed.clear();
         Ok(true)
     }
 

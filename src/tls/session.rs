@@ -202,6 +202,7 @@ impl Session {
         let len = early.len().min(input.len());
         input[..len].copy_from_slice(&early[..len]);
         early.drain(..len);
+        free_if_empty(early);
         len
     }
 
@@ -225,7 +226,7 @@ impl Session {
         };
         let len = partial.len();
         input[..len].copy_from_slice(partial);
-        partial.clear();
+        *partial = Vec::new();
         len
     }
 
@@ -365,6 +366,10 @@ impl<U: Unbuffered> Handshake<U> {
             resumed: self.conn.handshake_kind() == Some(HandshakeKind::Resumed),
         };
         let (secrets, kernel) = self.conn.into_kernel()?;
+        // What arrived after the last handshake record, still sealed.
+        let (mut partial, mut early) = (self.incoming, self.early);
+        free_if_empty(&mut partial);
+        free_if_empty(&mut early);
         let version = match kernel.protocol_version() {
             ProtocolVersion::TLSv1_3 => Version::Tls13,
             _ => Version::Tls12,
@@ -373,13 +378,19 @@ impl<U: Unbuffered> Handshake<U> {
             negotiated,
             kernel,
             records: Records::new(version, secrets.tx, secrets.rx),
-            // What arrived after the last handshake record, still sealed.
-            partial: self.incoming,
-            early: self.early,
+            partial,
+            early,
             message: Vec::new(),
             key_updates: 0,
             peer_closed: false,
         })
+    }
+}
+
+/// A buffer emptied gives its memory back: an idle connection holds none.
+fn free_if_empty(buffer: &mut Vec<u8>) {
+    if buffer.is_empty() {
+        *buffer = Vec::new();
     }
 }
 
@@ -518,6 +529,7 @@ impl<Data> Established<Data> {
             taken = body_at + body_len;
         }
         self.message.drain(..taken);
+        free_if_empty(&mut self.message);
         // A message longer than any a peer sends past the handshake is no message.
         if self.message.len() > HEADER_LEN + super::record::MAX_PLAINTEXT {
             return Err(self.fatal(out, Failure::Record(RecordError::Overflow), DECODE_ERROR));
