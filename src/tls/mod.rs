@@ -9,6 +9,7 @@
 mod config;
 mod record;
 mod session;
+mod tickets;
 mod validity;
 
 pub use config::{ClientTls, ClientTlsOptions, ServerTls, TlsError, Trust};
