@@ -21,7 +21,8 @@ pub struct BenchArgs {
     #[command(subcommand)]
     pub command: Option<BenchCommand>,
 
-    /// The URL to load: http://HOST[:PORT][/PATH][?QUERY]
+    /// The URL to load: http://HOST[:PORT][/PATH][?QUERY], or https://... over TLS
+    /// (1.3 or 1.2, with --cacert or --insecure).
     #[arg(required = true, value_parser = target)]
     pub url: Option<Target>,
 
@@ -113,6 +114,30 @@ pub struct LoadArgs {
     /// counts as a read error and is replaced. Suffixes k, m, g.
     #[arg(long, value_name = "BYTES", default_value = "64m", value_parser = size_within(1, u64::MAX))]
     pub max_response_size: u64,
+
+    /// For an https:// URL: trust the certificate authorities in this PEM file; the
+    /// server's certificate must be signed by one and name the URL's host (the
+    /// system's roots are not read: an https:// URL needs this or --insecure).
+    #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
+    pub cacert: Option<PathBuf>,
+
+    /// For an https:// URL: take any certificate, unverified (as curl -k), for a
+    /// server with a self-signed one (the handshake's signatures are still checked).
+    #[arg(long)]
+    pub insecure: bool,
+
+    /// For an https:// URL: keep the session tickets the server sends and resume
+    /// with them, a shorter handshake than a full one (each thread keeps its own);
+    /// without it every connection makes a full handshake.
+    #[arg(long)]
+    pub tls_resume: bool,
+}
+
+impl LoadArgs {
+    /// Whether whom to trust over TLS was given (--cacert or --insecure).
+    pub fn trusts(&self) -> bool {
+        self.cacert.is_some() || self.insecure
+    }
 }
 
 // Parsed once, with the rest of the command line.
@@ -151,8 +176,9 @@ pub struct CompareArgs {
 
     /// NAME=COMMAND: starts a target's server with `sh -c`, pinned to --server-cpus,
     /// {port} in it replaced by a free port and {host} by the address to listen on
-    /// (its URL, unless given, is then http://HOST:PORT/; HOST is 127.0.0.1, or the
-    /// namespace's address with --netns); waited for until it accepts, its CPU read,
+    /// (its URL, unless given, is then http://HOST:PORT/, or https:// with --cacert
+    /// or --insecure; HOST is 127.0.0.1, or the namespace's address with --netns);
+    /// waited for until it accepts, its CPU read,
     /// and stopped (TERM, then KILL after 5 s) at the end (repeatable).
     #[arg(long = "serve", value_name = "NAME=COMMAND", value_parser = named)]
     pub serves: Vec<(String, String)>,
@@ -234,7 +260,7 @@ pub struct ReportArgs {
     pub plot: Option<PathBuf>,
 
     /// What makes the exit status 1: any error or any response that is not 2xx or
-    /// 3xx (any), only errors (errors: connect, read, write, timeout, parse), or
+    /// 3xx (any), only errors (errors: connect, read, write, timeout, parse, tls), or
     /// nothing (never).
     #[arg(long, value_name = "WHAT", default_value = "any")]
     pub fail_on: FailOn,
@@ -367,7 +393,7 @@ fn start_at(text: &str) -> Result<SystemTime, String> {
 pub enum FailOn {
     /// Any error, or any response that is neither 2xx nor 3xx.
     Any,
-    /// Errors alone: connect, read, write, timeout, parse.
+    /// Errors alone: connect, read, write, timeout, parse, tls.
     Errors,
     /// Nothing: the status is 0 unless the run could not start.
     Never,

@@ -1,6 +1,7 @@
 //! One load thread's protocol: sends requests on the connections the loop opens,
-//! frames the responses, and measures each one's latency. Its schedule (a fixed
-//! rate) and its request timeouts are the connection's timer.
+//! frames the responses, and measures each one's latency; over TLS, counts and
+//! times each connection's handshake too. Its schedule (a fixed rate) and its
+//! request timeouts are the connection's timer.
 //!
 //! A request's timeout costs nothing while responses come in time: the timer is
 //! moved only when it would fire too late, so one set for an earlier request fires
@@ -14,6 +15,7 @@
 //! bound): a body is dropped as it comes, and a response past `max_response` bytes
 //! (a `Content-Length` that never ends, endless chunks, 1xx after 1xx) is cut off.
 
+use std::collections::HashMap;
 use std::io;
 use std::time::{Duration, Instant};
 
@@ -21,8 +23,9 @@ use hdrhistogram::Histogram;
 use percore::http::{Method, ResponseEvent, ResponseReader, Stream};
 use percore::reactor::{Closed, ConnId, Flow, Io, Protocol, Verdict};
 
-use super::report::{new_histogram, RunCounts};
+use super::report::{new_histogram, Handshake, Handshakes, RunCounts};
 use super::target::Request;
+use super::tls;
 
 /// What one thread sends and how.
 #[derive(Clone, Debug)]
@@ -41,6 +44,9 @@ pub struct Plan {
     pub timeout: Duration,
     /// The most bytes one response may take, with the 1xx before it.
     pub max_response: u64,
+    /// The connections speak TLS: their handshakes are counted and timed, and one
+    /// that fails is an error of its own kind.
+    pub tls: bool,
 }
 
 /// At a fixed rate, sends are gathered into ticks of this length: a request leaves at
@@ -90,6 +96,7 @@ enum Lost {
     Write,
     Timeout,
     Parse,
+    Tls,
 }
 
 #[derive(Debug)]
@@ -116,14 +123,19 @@ pub struct Load {
     /// target that refuses every connection is told from the run's own.
     pub established: u64,
     pub connect_error: Option<io::ErrorKind>,
+    /// Connections asked for and not yet open: when each was (for the time a TLS
+    /// one's handshake took). Each will send a request: they are not among those
+    /// left to open connections for.
+    opening: HashMap<ConnId, Instant>,
 }
 
 impl Load {
     pub fn new(plan: Plan, budget: u64) -> Load {
+        let counts = RunCounts { tls: plan.tls.then(Handshakes::default), ..RunCounts::default() };
         Load {
             plan,
             budget,
-            counts: RunCounts::default(),
+            counts,
             latency: new_histogram(),
             in_flight: 0,
             closed: 0,
@@ -131,6 +143,48 @@ impl Load {
             ready: Vec::new(),
             established: 0,
             connect_error: None,
+            opening: HashMap::new(),
+        }
+    }
+
+    /// Connection `id` was asked for at `at`: a TLS one's handshake is timed from
+    /// then.
+    pub fn opening(&mut self, id: ConnId, at: Instant) {
+        self.opening.insert(id, at);
+    }
+
+    /// A connection opened; over TLS, what its handshake agreed on, and how long it
+    /// took.
+    fn opened(&mut self, io: &Io<'_>) {
+        let asked = self.opening.remove(&io.id());
+        let (Some(handshakes), Some(negotiated)) = (&mut self.counts.tls, io.tls()) else { return };
+        let (version, suite) = tls::agreed(negotiated);
+        let took = asked.map_or(Duration::ZERO, |at| io.now().saturating_duration_since(at));
+        handshakes.record(&Handshake { version, suite, resumed: negotiated.resumed, took });
+    }
+
+    /// How a connection that closed (`closed`) lost the requests it had in flight,
+    /// if it lost any; a TLS connection that failed to open tells a handshake that
+    /// failed from a connect that did.
+    fn lost_by(&mut self, conn: &LoadConn, closed: Closed, id: ConnId) -> Option<Lost> {
+        let refused = |kind: io::ErrorKind| kind == io::ErrorKind::ConnectionRefused && conn.answered == 0;
+        match closed {
+            Closed::ConnectFailed(kind) => {
+                let handshakes = self.counts.tls.as_mut().filter(|_| tls::handshake_failed(kind));
+                self.opening.remove(&id);
+                if let Some(handshakes) = handshakes {
+                    handshakes.failed(kind);
+                    return Some(Lost::Tls);
+                }
+                self.connect_error.get_or_insert(kind);
+                Some(Lost::Connect)
+            }
+            Closed::ReadFailed(kind) | Closed::WriteFailed(kind) if refused(kind) => Some(Lost::Connect),
+            Closed::ReadFailed(_) | Closed::ByPeer => Some(Lost::Read),
+            Closed::WriteFailed(_) => Some(Lost::Write),
+            Closed::TimedOut => Some(Lost::Timeout),
+            // We closed it, and counted what it had in flight then.
+            Closed::Done => None,
         }
     }
 
@@ -143,9 +197,10 @@ impl Load {
         self.budget > 0
     }
 
-    /// Requests this thread may still send (`u64::MAX` for a run of a duration).
+    /// Requests this thread may still send (`u64::MAX` for a run of a duration),
+    /// besides the first of each connection still opening.
     pub fn left_to_send(&self) -> u64 {
-        self.budget
+        self.budget.saturating_sub(self.opening.len() as u64)
     }
 
     /// Sends one request, due at `due`, with its deadline; the connection's timer
@@ -216,15 +271,22 @@ impl Load {
             Lost::Write => &mut errors.write,
             Lost::Timeout => &mut errors.timeout,
             Lost::Parse => &mut errors.parse,
+            Lost::Tls => &mut errors.tls,
         };
-        // A connection that failed to open, or a response to no request, is one error;
-        // one that failed to open had sent nothing, and its error takes the place of
-        // the request it would have sent first, so that a run against a server that
-        // refuses every connection ends.
-        if kind == Lost::Connect && lost == 0 {
-            self.budget = self.budget.saturating_sub(1);
-        }
-        let lost = if matches!(kind, Lost::Connect | Lost::Parse) { lost.max(1) } else { lost };
+        let lost = match kind {
+            // A connection that failed to open had sent nothing: its error takes the
+            // place of the request it would have sent first, so that a run against a
+            // server that refuses every connection ends. One opened while the last
+            // requests were out (to replace one that failed) may have none to take.
+            Lost::Connect | Lost::Tls if lost == 0 => {
+                let took = u64::from(self.budget > 0);
+                self.budget -= took;
+                took
+            }
+            // A response to no request is one error.
+            Lost::Parse => lost.max(1),
+            _ => lost,
+        };
         *count = count.saturating_add(lost);
     }
 
@@ -305,6 +367,7 @@ impl Protocol for Load {
 
     fn on_open(&mut self, conn: &mut LoadConn, io: &mut Io<'_>) -> Flow {
         self.established += 1;
+        self.opened(io);
         conn.responses = ResponseReader::new(if self.plan.head { Method::Head } else { Method::Get });
         if let Some(rate) = self.plan.rate {
             // Each connection starts a stagger after the one before, so that their
@@ -370,28 +433,15 @@ impl Protocol for Load {
         Flow::Continue
     }
 
-    fn on_close(&mut self, conn: &mut LoadConn, closed: Closed, unconsumed: &[u8], _io: &mut Io<'_>) {
+    fn on_close(&mut self, conn: &mut LoadConn, closed: Closed, unconsumed: &[u8], io: &mut Io<'_>) {
         if closed == Closed::ByPeer && conn.in_flight > 0 {
             // A response whose body ends with the connection (consumed as it came);
             // what the close loses is counted below.
             let _ = self.frame(conn, unconsumed, Stream::Ended, Instant::now());
         }
-        let refused = |kind: io::ErrorKind| kind == io::ErrorKind::ConnectionRefused && conn.answered == 0;
-        let kind = match closed {
-            Closed::ConnectFailed(kind) => {
-                self.connect_error.get_or_insert(kind);
-                Some(Lost::Connect)
-            }
-            Closed::ReadFailed(kind) | Closed::WriteFailed(kind) if refused(kind) => Some(Lost::Connect),
-            Closed::ReadFailed(_) | Closed::ByPeer => Some(Lost::Read),
-            Closed::WriteFailed(_) => Some(Lost::Write),
-            Closed::TimedOut => Some(Lost::Timeout),
-            // We closed it, and counted what it had in flight then.
-            Closed::Done => None,
-        };
-        // Each request in flight is lost (a failed connect is one error even with
-        // none); with none in flight, a close loses nothing.
-        if let Some(kind) = kind {
+        // Each request in flight is lost (a failed connect or handshake is one
+        // error even with none); with none in flight, a close loses nothing.
+        if let Some(kind) = self.lost_by(conn, closed, io.id()) {
             self.lose(conn, kind);
         }
         self.closed += 1;
@@ -425,6 +475,7 @@ mod tests {
             rate: rate.then_some(schedule),
             timeout: Duration::from_secs(10),
             max_response,
+            tls: false,
         }
     }
 
@@ -524,6 +575,26 @@ mod tests {
         assert_eq!(harness.advance(Duration::from_secs(6)), Some(Flow::Close));
         let counts = &harness.protocol().counts;
         assert_eq!((counts.requests, counts.errors.timeout), (1, 1));
+    }
+
+    #[test]
+    fn over_tls_a_failed_handshake_is_an_error_of_its_own_and_a_refused_connect_is_not() {
+        for (kind, tls_errors, connect_errors) in
+            [(io::ErrorKind::InvalidData, 1, 0), (io::ErrorKind::ConnectionRefused, 0, 1)]
+        {
+            let mut harness = Harness::new(Load::new(Plan { tls: true, ..plan(false, 1 << 20) }, 2));
+            harness.open();
+            harness.end(Closed::ConnectFailed(kind));
+            let load = harness.protocol();
+            let errors = &load.counts.errors;
+            assert_eq!((errors.tls, errors.connect), (tls_errors, connect_errors), "{kind:?}");
+            let handshakes = load.counts.tls.as_ref().expect("a TLS run counts its handshakes");
+            assert_eq!(handshakes.first_failure.is_some(), tls_errors == 1, "{kind:?}");
+            // Only a connect that failed says the target may refuse every one.
+            assert_eq!(load.connect_error.is_some(), connect_errors == 1, "{kind:?}");
+        }
+        let plain = Load::new(plan(false, 1 << 20), 1);
+        assert_eq!(plain.counts.tls, None, "a plain run has no handshakes");
     }
 
     #[test]

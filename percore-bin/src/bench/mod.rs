@@ -13,12 +13,14 @@ mod merge;
 mod report;
 mod run;
 mod target;
+mod tls;
 
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use percore::tls::Trust;
 use percore::worker;
 use signal_hook::consts::SIGINT;
 
@@ -27,6 +29,7 @@ use report::hdrlog::LogWriter;
 use report::{json, plot, Mode, Report, Stop};
 use run::{BenchOptions, Outputs};
 use target::{names, RequestSpec, Target};
+use tls::TlsPlan;
 
 use crate::units::as_usize;
 
@@ -90,7 +93,7 @@ fn print(text: &str) -> Result<(), String> {
 
 /// The run of `target` with `connections` that the load's flags ask for; exits with status 2 for what
 /// clap cannot check alone. An error (status 1, as `percore serve`'s) for a
-/// `--body-file` that cannot be read: the command line was right.
+/// `--body-file` or a `--cacert` that cannot be read: the command line was right.
 fn options(
     args: &LoadArgs,
     connections: u64,
@@ -120,6 +123,7 @@ fn options(
         (false, 1) => Mode::KeepAlive,
         (false, depth) => Mode::Pipeline(as_usize(depth)),
     };
+    let tls = target.is_https().then(|| tls_plan(args, connections, &target)).transpose()?;
     let spec = RequestSpec {
         method: &method,
         headers: &args.headers,
@@ -143,7 +147,30 @@ fn options(
         timeout: args.timeout,
         max_response: args.max_response_size,
         start_at,
+        tls,
     })
+}
+
+/// How an https:// `target` is spoken to: a usage error without whom to trust, an
+/// error for a CA file that cannot be used (found now, before any load is sent).
+fn tls_plan(args: &LoadArgs, connections: u64, target: &Target) -> Result<TlsPlan, String> {
+    let trust = match (&args.cacert, args.insecure) {
+        (Some(path), _) => Trust::CaFile(path.clone()),
+        (None, true) => Trust::InsecureAnyCertificate,
+        (None, false) => usage(&format!(
+            "{}: give --cacert FILE (the CA that signed the server's certificate) or --insecure; \
+             the system's certificate authorities are not read",
+            target.as_str()
+        )),
+    };
+    let plan = TlsPlan {
+        trust,
+        resume: args.tls_resume,
+        connections: as_usize(connections),
+        server_name: target.server_name(),
+    };
+    plan.client()?;
+    Ok(plan)
 }
 
 /// The CPU of each load thread (see [`worker::plan`]): `-t` of them, or one per CPU,

@@ -2,6 +2,7 @@
 //! [`Reactor`]; its protocol sends requests (keep-alive, pipelined, one connection
 //! per request, or on a fixed schedule), frames the responses, and records each
 //! latency in an HDR histogram, which it hands to the collector once a second.
+//! Over TLS each thread has a client of its own, and times each handshake.
 //! The run ends at its duration, after its requests, or at the first Ctrl-C.
 
 use std::net::SocketAddr;
@@ -16,6 +17,7 @@ use super::load::{Load, Plan, Schedule};
 use super::report::hdrlog::LogWriter;
 use super::report::{new_histogram, Mode, Report, RunCounts, RunInfo, Stop};
 use super::target::{Request, Target};
+use super::tls::{self, TlsClient, TlsPlan};
 
 /// The longest a loop waits without looking at the clock and the Ctrl-C flag: the
 /// run ends within this of either.
@@ -47,6 +49,8 @@ pub struct BenchOptions {
     pub max_response: u64,
     /// When to start sending (wall clock); now if `None`.
     pub start_at: Option<SystemTime>,
+    /// How to speak TLS, for an https:// target.
+    pub tls: Option<TlsPlan>,
 }
 
 impl BenchOptions {
@@ -120,6 +124,10 @@ pub fn run(options: &BenchOptions, interrupted: &AtomicBool, outputs: Outputs<'_
     for thread in counts {
         report.counts.add(&thread?);
     }
+    // Once a run, not once a connection: they all fail alike.
+    if let Some(kind) = report.counts.tls.as_ref().and_then(|handshakes| handshakes.first_failure) {
+        eprintln!("percore bench: TLS: {}", tls::failure_reason(kind));
+    }
     let collected = collected?;
     report.latency = collected.latency;
     report.per_second = collected.per_second;
@@ -150,6 +158,7 @@ struct Job {
     start: Instant,
     end: Option<Instant>,
     plan: Plan,
+    tls: Option<TlsPlan>,
 }
 
 impl Job {
@@ -180,10 +189,12 @@ impl Job {
             rate,
             timeout: options.timeout,
             max_response: options.max_response,
+            tls: options.tls.is_some(),
         };
         let cpu = options.pin.then(|| options.cpus[index % options.cpus.len()]);
         let url = options.target.as_str().to_string();
-        Job { index, url, addr, cpu, connections, budget, start, end, plan }
+        let tls = options.tls.clone();
+        Job { index, url, addr, cpu, connections, budget, start, end, plan, tls }
     }
 
     /// Runs the thread's loop; its last second is sent whatever ends it, so that the
@@ -192,28 +203,37 @@ impl Job {
         if let Some(cpu) = self.cpu {
             core_affinity::set_for_current(core_affinity::CoreId { id: cpu });
         }
+        let mut ticker = Ticker { thread: self.index, second: 0, errors_sent: 0 };
+        let (mut reactor, tls) = match self.start() {
+            Ok(started) => started,
+            Err(e) => {
+                let _ = ticks.send(ticker.tick(&mut Load::new(self.plan.clone(), 0), true));
+                return Err(e);
+            }
+        };
+        let driven = self.drive(&mut reactor, tls.as_ref(), ticks, interrupted, &mut ticker);
+        let _ = ticks.send(ticker.tick(reactor.protocol_mut(), true));
+        driven.map(|()| std::mem::take(&mut reactor.protocol_mut().counts))
+    }
+
+    /// The thread's loop, and its TLS client for an https:// target.
+    fn start(&self) -> Result<(Reactor<Load>, Option<TlsClient>), String> {
         // The protocol times each request itself, with the connection's timer: the
         // loop's own timeouts, a server's, are off (a head arriving slowly is
-        // pending input, which the request timeout would cut). A client loop
-        // accepts nothing, so `max_connections` does not apply.
+        // pending input, which the request timeout would cut). But a TLS handshake
+        // that never ends has no request out yet to time: --timeout bounds it too.
+        // A client loop accepts nothing, so `max_connections` does not apply.
         let config = Config {
             message_timeout: None,
             idle_timeout: None,
             send_timeout: None,
-            connect_timeout: None,
+            connect_timeout: self.tls.is_some().then_some(self.plan.timeout),
             ..Config::default()
         };
-        let mut ticker = Ticker { thread: self.index, second: 0, errors_sent: 0 };
-        let mut reactor = match Reactor::client(Load::new(self.plan.clone(), self.budget), config) {
-            Ok(reactor) => reactor,
-            Err(e) => {
-                let _ = ticks.send(ticker.tick(&mut Load::new(self.plan.clone(), 0), true));
-                return Err(e.to_string());
-            }
-        };
-        let driven = self.drive(&mut reactor, ticks, interrupted, &mut ticker);
-        let _ = ticks.send(ticker.tick(reactor.protocol_mut(), true));
-        driven.map(|()| std::mem::take(&mut reactor.protocol_mut().counts))
+        let tls = self.tls.as_ref().map(TlsPlan::client).transpose()?;
+        let reactor =
+            Reactor::client(Load::new(self.plan.clone(), self.budget), config).map_err(|e| e.to_string())?;
+        Ok((reactor, tls))
     }
 
     /// Turns the loop until the run ends, sending each second's latencies as it
@@ -221,11 +241,12 @@ impl Job {
     fn drive(
         &self,
         reactor: &mut Reactor<Load>,
+        tls: Option<&TlsClient>,
         ticks: &Sender<Tick>,
         interrupted: &AtomicBool,
         ticker: &mut Ticker,
     ) -> Result<(), String> {
-        self.open(reactor, self.connections);
+        self.open(reactor, tls, self.connections);
         let mut next_tick = self.start + Duration::from_secs(1);
         loop {
             // The loop's own look at the clock, taken after its wait: one read per turn.
@@ -256,7 +277,7 @@ impl Job {
             let closed = std::mem::take(&mut load.closed);
             let replace = (closed as u64).min(load.left_to_send()) as usize;
             if replace > 0 {
-                self.open(reactor, replace);
+                self.open(reactor, tls, replace);
             }
             if reactor.stats().open == 0 {
                 // Every connection failed and none could be opened again.
@@ -276,10 +297,17 @@ impl Job {
         }
     }
 
-    /// Opens `n` connections; one that fails at once counts as a connect error.
-    fn open(&self, reactor: &mut Reactor<Load>, n: usize) {
+    /// Opens `n` connections, over TLS if `tls` is given; one that fails at once
+    /// counts as a connect error.
+    fn open(&self, reactor: &mut Reactor<Load>, tls: Option<&TlsClient>, n: usize) {
         for _ in 0..n {
-            if let Err(e) = reactor.connect(self.addr) {
+            let asked = Instant::now();
+            let opened = match tls {
+                Some(tls) => reactor.connect_tls(self.addr, &tls.client, &tls.server_name),
+                None => reactor.connect(self.addr),
+            };
+            let opened = opened.map(|id| reactor.protocol_mut().opening(id, asked));
+            if let Err(e) = opened {
                 let load = reactor.protocol_mut();
                 load.counts.errors.connect += 1;
                 load.connect_error.get_or_insert(e.kind());

@@ -1,12 +1,13 @@
 //! The URL a benchmark loads, parsed by the `url` crate (WHATWG's parse: percent-
 //! encoding, IDNA hosts, IPv6 literals, no fragment on the wire), and the request it
-//! sends there, built once.
+//! sends there, built once. An `https://` URL is loaded over TLS, its host the name
+//! the server's certificate must have.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use percore::reactor::Io;
-use url::{Position, Url};
+use url::{Host, Position, Url};
 
 /// Bytes up to which a request body is copied into each request rather than
 /// referenced: copied, a request and a pipeline of them stay one contiguous `send`;
@@ -14,15 +15,15 @@ use url::{Position, Url};
 /// line at the same 1 KiB.
 const COPY_MAX: usize = 1024;
 
-/// Where the load goes: an `http://` URL.
+/// Where the load goes: an `http://` or `https://` URL.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Target {
     url: Url,
 }
 
 impl Target {
-    /// Parses an `http://` URL; refuses other schemes and credentials, which the
-    /// load would not send.
+    /// Parses an `http://` or `https://` URL; refuses other schemes and
+    /// credentials, which the load would not send.
     pub fn parse(text: &str) -> Result<Target, String> {
         let mut url = Url::parse(text).map_err(|e| match e {
             url::ParseError::RelativeUrlWithoutBase => {
@@ -30,12 +31,8 @@ impl Target {
             }
             e => format!("{text}: {e}"),
         })?;
-        match url.scheme() {
-            "http" => {}
-            "https" => {
-                return Err(format!("{text}: https is not supported; percore bench speaks plain HTTP/1.1"))
-            }
-            _ => return Err(format!("{text}: not an http:// URL")),
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(format!("{text}: not an http:// or https:// URL"));
         }
         if !url.username().is_empty() || url.password().is_some() {
             return Err(format!(
@@ -55,14 +52,29 @@ impl Target {
         self.url.as_str()
     }
 
-    /// The first address the host resolves to.
+    /// Whether the load speaks TLS: an `https://` URL.
+    pub fn is_https(&self) -> bool {
+        self.url.scheme() == "https"
+    }
+
+    /// The name the server's certificate must have (and SNI sends): the host, an
+    /// IPv6 address without its brackets.
+    pub fn server_name(&self) -> String {
+        match self.url.host() {
+            Some(Host::Ipv6(addr)) => addr.to_string(),
+            host => host.map(|host| host.to_string()).unwrap_or_default(),
+        }
+    }
+
+    /// The first address the host resolves to (port 443 for https:// without one).
     pub fn resolve(&self) -> Result<SocketAddr, String> {
         let host = self.url.host_str().unwrap_or_default();
         let addrs = self.url.socket_addrs(|| None).map_err(|e| format!("cannot resolve {host}: {e}"))?;
         addrs.first().copied().ok_or_else(|| format!("cannot resolve {host}: no address"))
     }
 
-    /// `Host` and port as the request names them: the port only when not 80.
+    /// `Host` and port as the request names them: the port only when not the
+    /// scheme's (80, or 443 for https).
     fn authority(&self) -> String {
         let host = self.url.host_str().unwrap_or_default();
         match self.url.port() {
@@ -170,6 +182,9 @@ mod tests {
             // A fragment is not sent; a space is percent-encoded; a name is lowered.
             ("http://h/a b?c d#frag", "h", "/a%20b?c%20d"),
             ("http://EXAMPLE.com/", "example.com", "/"),
+            ("https://example.com/", "example.com", "/"),
+            ("https://example.com:443/x", "example.com", "/x"),
+            ("https://example.com:80/", "example.com:80", "/"),
         ];
         for (url, authority, target) in cases {
             let (_, a, t) = parts(url);
@@ -179,14 +194,27 @@ mod tests {
     }
 
     #[test]
+    fn an_https_url_speaks_tls_to_its_host_on_443_unless_told() {
+        // Addresses, so that nothing is looked up.
+        let cases = [("https://127.0.0.1/", "127.0.0.1", 443), ("https://[::1]:8443/", "::1", 8443)];
+        for (url, name, port) in cases {
+            let target = Target::parse(url).expect(url);
+            assert!(target.is_https(), "{url}");
+            assert_eq!(target.server_name(), name, "{url}");
+            assert_eq!(target.resolve().map(|addr| addr.port()), Ok(port), "{url}");
+        }
+        assert_eq!(Target::parse("https://Example.com/").expect("a URL").server_name(), "example.com");
+        assert!(!Target::parse("http://h/").expect("a URL").is_https());
+    }
+
+    #[test]
     fn bad_urls_say_why() {
         let cases = [
-            ("https://a/", "https is not supported"),
-            ("ftp://a", "not an http:// URL"),
+            ("ftp://a", "not an http:// or https:// URL"),
             ("http://", "empty host"),
             ("http://a:x/", "invalid port"),
             ("127.0.0.1:80", "not a URL"),
-            ("localhost:8080", "not an http:// URL"),
+            ("localhost:8080", "not an http:// or https:// URL"),
             ("localhost/x", "not a URL"),
             ("http://user@host/", "user and password"),
             ("http://user:pw@host/", "user and password"),

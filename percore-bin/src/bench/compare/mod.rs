@@ -108,6 +108,7 @@ fn names(args: &CompareArgs) -> Vec<&str> {
         super::usage("a comparison needs two targets or more (NAME=URL, or --serve NAME=COMMAND)");
     }
     check_placement(args, &names);
+    check_trust(args);
     names
 }
 
@@ -145,6 +146,28 @@ fn check_placement(args: &CompareArgs, names: &[&str]) {
                 args.server_cpus.len()
             ));
         }
+    }
+}
+
+/// The scheme of the URL of a server compare starts: https when the load is told
+/// whom to trust (--cacert, --insecure), for a study of servers over TLS.
+fn served_scheme(args: &CompareArgs) -> &'static str {
+    if args.load.trusts() {
+        "https"
+    } else {
+        "http"
+    }
+}
+
+/// A usage error (exit status 2) for an https:// target with no one to trust, found
+/// before any server starts (a usage error exits at once, leaving none to stop).
+fn check_trust(args: &CompareArgs) {
+    if args.load.trusts() {
+        return;
+    }
+    let https = args.targets.iter().find(|(_, url)| Target::parse(url).is_ok_and(|target| target.is_https()));
+    if let Some((name, url)) = https {
+        super::usage(&format!("{name}={url}: an https:// target needs --cacert FILE or --insecure"));
     }
 }
 
@@ -219,7 +242,7 @@ fn targets(
         if let Some(command) = lookup(&args.serves, name) {
             let listens = given.as_ref().map(Target::resolve).transpose()?;
             let (server, addr) = Server::start(name, &command, cpus, listens, netns)?;
-            url.get_or_insert(format!("http://{addr}/"));
+            url.get_or_insert(format!("{}://{addr}/", served_scheme(args)));
             pid.get_or_insert(server.pid());
             servers.push(server);
         }

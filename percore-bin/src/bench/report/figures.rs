@@ -5,11 +5,9 @@ use std::time::{Duration, SystemTime};
 
 use hdrhistogram::Histogram;
 
+use super::handshakes::Handshakes;
+use super::histogram::new_histogram;
 use super::run_info::RunInfo;
-
-/// The highest latency the histogram tells apart: 60 s, in µs. Slower responses are
-/// counted as 60 s rather than widening every thread's histogram (and the merge).
-pub const MAX_LATENCY_US: u64 = 60_000_000;
 
 /// The percentiles reported, as (label, quantile): ab's list, with wrk's 99.9.
 pub const PERCENTILES: [(&str, f64); 10] = [
@@ -25,22 +23,6 @@ pub const PERCENTILES: [(&str, f64); 10] = [
     ("100", 1.0),
 ];
 
-/// An empty latency histogram: 1 µs to 60 s, 3 significant digits.
-pub fn new_histogram() -> Histogram<u64> {
-    // Only invalid bounds or precision make this fail, and these are constants.
-    Histogram::new_with_bounds(1, MAX_LATENCY_US, 3).expect("valid histogram bounds")
-}
-
-/// Adds `from` into `into`, clamping what lies beyond `into`'s range (a histogram
-/// read from a log may be of a wider one) instead of failing.
-pub fn add_histogram(into: &mut Histogram<u64>, from: &Histogram<u64>) {
-    if into.add(from).is_err() {
-        for value in from.iter_recorded() {
-            into.saturating_record_n(value.value_iterated_to(), value.count_at_value());
-        }
-    }
-}
-
 /// Error counts by kind.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Errors {
@@ -55,12 +37,15 @@ pub struct Errors {
     pub timeout: u64,
     /// Responses that could not be parsed (a head over 64 KiB among them).
     pub parse: u64,
+    /// TLS connections whose handshake failed: a certificate that does not verify,
+    /// a handshake the server refused, a server that does not speak TLS.
+    pub tls: u64,
 }
 
 impl Errors {
     /// The sum of all kinds.
     pub fn total(&self) -> u64 {
-        [self.connect, self.read, self.write, self.timeout, self.parse]
+        [self.connect, self.read, self.write, self.timeout, self.parse, self.tls]
             .into_iter()
             .fold(0, u64::saturating_add)
     }
@@ -71,6 +56,7 @@ impl Errors {
         self.write = self.write.saturating_add(other.write);
         self.timeout = self.timeout.saturating_add(other.timeout);
         self.parse = self.parse.saturating_add(other.parse);
+        self.tls = self.tls.saturating_add(other.tls);
     }
 }
 
@@ -130,6 +116,8 @@ pub struct RunCounts {
     pub errors: Errors,
     /// Responses by status code.
     pub status: StatusCounts,
+    /// A TLS run's handshakes; `None` for plain HTTP.
+    pub tls: Option<Handshakes>,
 }
 
 impl RunCounts {
@@ -138,6 +126,9 @@ impl RunCounts {
         self.bytes_read = self.bytes_read.saturating_add(other.bytes_read);
         self.errors.add(&other.errors);
         self.status.merge(&other.status);
+        if let Some(theirs) = &other.tls {
+            self.tls.get_or_insert_with(Handshakes::default).add(theirs);
+        }
     }
 }
 
@@ -176,6 +167,11 @@ impl Report {
     /// Responses per second; 0.0 for a zero duration.
     pub fn requests_per_sec(&self) -> f64 {
         per_sec(self.counts.requests, self.duration)
+    }
+
+    /// Whether a run of it spoke TLS: its errors have a kind of their own, `tls`.
+    pub fn speaks_tls(&self) -> bool {
+        self.runs.iter().any(RunInfo::speaks_tls)
     }
 
     /// Bytes read per second; 0.0 for a zero duration.
@@ -232,18 +228,27 @@ mod tests {
     #[test]
     fn counts_add_up_and_status_codes_stay_apart() {
         let mut first = RunCounts { requests: 3, bytes_read: 1000, ..RunCounts::default() };
-        first.errors = Errors { connect: 1, read: 2, write: 3, timeout: 4, parse: 5 };
+        first.errors = Errors { connect: 1, read: 2, write: 3, timeout: 4, parse: 5, tls: 6 };
         first.status.add(200, 2);
         first.status.add(302, 1);
         let mut second = RunCounts { requests: 2, bytes_read: 24, ..RunCounts::default() };
-        second.errors = Errors { connect: 10, read: 20, write: 30, timeout: 40, parse: 50 };
+        second.errors = Errors { connect: 10, read: 20, write: 30, timeout: 40, parse: 50, tls: 60 };
         second.status.add(200, 1);
         second.status.add(503, 1);
         first.add(&second);
         assert_eq!((first.requests, first.bytes_read), (5, 1024));
-        assert_eq!(first.errors, Errors { connect: 11, read: 22, write: 33, timeout: 44, parse: 55 });
-        assert_eq!(first.errors.total(), 165);
+        assert_eq!(
+            first.errors,
+            Errors { connect: 11, read: 22, write: 33, timeout: 44, parse: 55, tls: 66 }
+        );
+        assert_eq!(first.errors.total(), 231);
         assert_eq!(first.status.iter().collect::<Vec<_>>(), [(200, 3), (302, 1), (503, 1)]);
+        assert_eq!(first.tls, None, "plain counts have no handshakes");
+        // A TLS thread's handshakes are added in, to none or to some.
+        second.tls = Some(Handshakes { done: 2, ..Handshakes::default() });
+        first.add(&second);
+        first.add(&second);
+        assert_eq!(first.tls.map(|handshakes| handshakes.done), Some(4));
     }
 
     #[test]
@@ -258,17 +263,6 @@ mod tests {
         status.add(99, 1);
         status.add(1000, 1);
         assert_eq!(status.iter().count(), 12, "codes outside 100-999 are not counted");
-    }
-
-    #[test]
-    fn a_wider_histogram_is_clamped_into_ours() {
-        let mut ours = new_histogram();
-        ours.record(10).expect("in range");
-        let mut wide = Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds");
-        wide.record(120_000_000).expect("in range");
-        add_histogram(&mut ours, &wide);
-        assert_eq!(ours.len(), 2);
-        assert!(ours.max() >= MAX_LATENCY_US && ours.max() < 61_000_000);
     }
 
     #[test]

@@ -19,7 +19,8 @@ use hdrhistogram::serialization::interval_log::{IntervalLogIterator, IntervalLog
 use hdrhistogram::serialization::{Deserializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 
-use super::figures::{add_histogram, new_histogram, Report};
+use super::figures::Report;
+use super::histogram::{add_histogram, new_histogram};
 use super::json::{self, Logged};
 
 /// What starts the comment that holds the run's JSON report.

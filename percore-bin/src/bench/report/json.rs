@@ -1,10 +1,12 @@
 //! The JSON report: every field of the text one, numbers unformatted (latencies in
 //! µs), and what ran. Its fields are documented in docs/bench.md and kept stable; a
-//! change of meaning gets a new `format`.
+//! change of meaning gets a new `format`. A TLS run's own fields (`errors.tls`,
+//! `tls`) are in a TLS run's report alone: a plain run's is as it was before TLS.
 //!
 //! The same object, on one line, ends an interval log: `percore bench merge` reads
 //! the counts back from it ([`Logged::from_json`]).
 
+use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
 use serde_json::{json, Map, Value};
@@ -12,6 +14,7 @@ use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
 use super::figures::{Errors, LatencySummary, Report, RunCounts, PERCENTILES};
+use super::handshakes::{Handshakes, HANDSHAKE_PERCENTILES};
 use super::run_info::{Mode, RunInfo, Stop};
 
 /// The `format` of the objects written here.
@@ -28,7 +31,7 @@ pub fn to_json(report: &Report) -> Value {
     let status: Map<String, Value> =
         report.counts.status.iter().map(|(code, count)| (code.to_string(), count.into())).collect();
     let (counts, errors) = (&report.counts, &report.counts.errors);
-    json!({
+    let mut json = json!({
         "format": FORMAT,
         "runs": report.runs.iter().map(run_json).collect::<Vec<_>>(),
         "started_at": rfc3339(report.started_at),
@@ -40,14 +43,7 @@ pub fn to_json(report: &Report) -> Value {
         "bytes_per_sec": report.bytes_per_sec(),
         "status": status,
         "non_2xx_3xx": counts.status.failed(),
-        "errors": {
-            "connect": errors.connect,
-            "read": errors.read,
-            "write": errors.write,
-            "timeout": errors.timeout,
-            "parse": errors.parse,
-            "total": errors.total(),
-        },
+        "errors": errors_json(errors, report.speaks_tls()),
         "latency_us": {
             "min": latency.min,
             "mean": latency.mean,
@@ -55,6 +51,48 @@ pub fn to_json(report: &Report) -> Value {
             "max": latency.max,
             "percentiles": percentiles,
         },
+    });
+    if let Some(handshakes) = &counts.tls {
+        json["tls"] = handshakes_json(handshakes);
+    }
+    json
+}
+
+/// Errors by kind, then their total; `tls` only for a TLS run (`tls`), so that a
+/// plain run's object is as it was before TLS.
+fn errors_json(errors: &Errors, tls: bool) -> Value {
+    let kinds = [
+        ("connect", errors.connect),
+        ("read", errors.read),
+        ("write", errors.write),
+        ("timeout", errors.timeout),
+        ("parse", errors.parse),
+    ];
+    let mut object: Map<String, Value> =
+        kinds.iter().map(|&(kind, n)| (kind.to_string(), n.into())).collect();
+    if tls {
+        object.insert("tls".into(), errors.tls.into());
+    }
+    object.insert("total".into(), errors.total().into());
+    Value::Object(object)
+}
+
+/// A TLS run's handshakes: by version and cipher suite, how many resumed, and the
+/// handshake time (its figures `null` when none was done).
+fn handshakes_json(handshakes: &Handshakes) -> Value {
+    let named = |counts: &BTreeMap<String, u64>| -> Map<String, Value> {
+        counts.iter().map(|(name, &n)| (name.clone(), n.into())).collect()
+    };
+    let summary = handshakes.summary();
+    let percentiles: Map<String, Value> = (HANDSHAKE_PERCENTILES.iter().enumerate())
+        .map(|(i, (label, _))| (label.to_string(), summary.map(|(values, _)| values[i]).into()))
+        .collect();
+    json!({
+        "versions": named(&handshakes.versions),
+        "suites": named(&handshakes.suites),
+        "handshakes": handshakes.done,
+        "resumed": handshakes.resumed,
+        "handshake_us": { "max": summary.map(|(_, max)| max), "percentiles": percentiles },
     })
 }
 
@@ -88,7 +126,8 @@ pub fn rfc3339(at: SystemTime) -> String {
 }
 
 /// What a report written by [`to_json`] says of a run, without its latencies (which
-/// the interval log holds).
+/// the interval log holds) and a TLS run's handshakes (which no log holds: a merge
+/// counts their errors, not their figures).
 #[derive(Debug)]
 pub struct Logged {
     pub runs: Vec<RunInfo>,
@@ -118,6 +157,7 @@ impl Logged {
                 write: count("write")?,
                 timeout: count("timeout")?,
                 parse: count("parse")?,
+                tls: count("tls").unwrap_or(0),
             },
             ..RunCounts::default()
         };
@@ -158,6 +198,7 @@ fn run_from_json(run: &Value) -> Option<RunInfo> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::Handshake;
     use super::*;
 
     fn report() -> Report {
@@ -178,7 +219,7 @@ mod tests {
         report.counts.status.add(200, 99_990);
         report.counts.status.add(302, 4);
         report.counts.status.add(500, 6);
-        report.counts.errors = Errors { connect: 1, read: 2, write: 3, timeout: 4, parse: 5 };
+        report.counts.errors = Errors { connect: 1, read: 2, write: 3, timeout: 4, parse: 5, tls: 0 };
         report.duration = Duration::from_secs(10);
         for micros in 1..=1000 {
             report.latency.saturating_record(micros);
@@ -226,6 +267,41 @@ mod tests {
             (json["runs"][0]["mode"].as_str(), json["runs"][0]["pipeline"].as_u64()),
             (Some("pipeline"), Some(16))
         );
+    }
+
+    #[test]
+    fn a_tls_run_has_its_kind_of_error_and_its_handshakes_and_a_plain_one_neither() {
+        let plain = to_json(&report());
+        assert_eq!(plain["errors"].as_object().map(|kinds| kinds.contains_key("tls")), Some(false));
+        assert!(plain.get("tls").is_none(), "{plain:#}");
+        let mut tls = report();
+        tls.runs[0].url = "https://127.0.0.1:8443/".into();
+        tls.counts.errors.tls = 7;
+        let mut handshakes = Handshakes::default();
+        for resumed in [false, true] {
+            let took = Duration::from_micros(1500);
+            let suite = "TLS13_AES_256_GCM_SHA384";
+            handshakes.record(&Handshake { version: "TLSv1.3", suite, resumed, took });
+        }
+        tls.counts.tls = Some(handshakes);
+        let json = to_json(&tls);
+        let kinds = json["errors"].as_object().map(|kinds| kinds.keys().cloned().collect::<Vec<_>>());
+        let expected = ["connect", "read", "write", "timeout", "parse", "tls", "total"];
+        assert_eq!(kinds, Some(expected.map(String::from).to_vec()));
+        assert_eq!((&json["errors"]["tls"], &json["errors"]["total"]), (&json!(7), &json!(22)));
+        let expected = json!({
+            "versions": { "TLSv1.3": 2 },
+            "suites": { "TLS13_AES_256_GCM_SHA384": 2 },
+            "handshakes": 2,
+            "resumed": 1,
+            "handshake_us": { "max": 1500, "percentiles": { "50": 1500, "99": 1500 } },
+        });
+        assert_eq!(json["tls"], expected, "{json:#}");
+        // The errors read back; the handshakes are no log's.
+        assert_eq!(Logged::from_json(&json).map(|logged| logged.counts.errors), Some(tls.counts.errors));
+        tls.counts.tls = Some(Handshakes::default());
+        let none = json!({ "max": null, "percentiles": { "50": null, "99": null } });
+        assert_eq!(to_json(&tls)["tls"]["handshake_us"], none);
     }
 
     #[test]

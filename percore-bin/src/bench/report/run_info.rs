@@ -51,6 +51,13 @@ pub struct RunInfo {
     pub timeout: Duration,
 }
 
+impl RunInfo {
+    /// Whether it spoke TLS: its URL is https.
+    pub fn speaks_tls(&self) -> bool {
+        self.url.starts_with("https://")
+    }
+}
+
 /// `GET http://127.0.0.1:8080/: 10s, 2 threads, 100 connections, keep-alive`: wrk's
 /// header line, with the method and the mode.
 impl fmt::Display for RunInfo {

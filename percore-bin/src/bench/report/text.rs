@@ -1,10 +1,11 @@
 //! The human report: wrk's header line, ab's summary, status codes by code, and wrk's
-//! percentiles, latencies in µs, ms or s. Bytes are in SI units (1 kB = 1000 B), and
-//! the report says so.
+//! percentiles, latencies in µs, ms or s; over TLS, the handshakes. Bytes are in SI
+//! units (1 kB = 1000 B), and the report says so.
 
 use std::fmt;
 
 use super::figures::{LatencySummary, Report, PERCENTILES};
+use super::handshakes::{Handshakes, HANDSHAKE_PERCENTILES};
 use super::run_info::Seconds;
 
 /// Width of the labels, so that the values line up.
@@ -31,13 +32,11 @@ impl fmt::Display for Report {
         writeln!(f, "{:width$}{} in {secs:.2} s, {bytes} read", "requests:", counts.requests)?;
         writeln!(f, "{:width$}{:.2}", "requests/s:", self.requests_per_sec())?;
         writeln!(f, "{:width$}{}", "transfer/s:", Bytes(self.bytes_per_sec()))?;
-        let codes: Vec<String> = counts.status.iter().map(|(code, n)| format!("{code} {n}")).collect();
-        let codes = if codes.is_empty() { "none".to_string() } else { codes.join(", ") };
-        writeln!(f, "{:width$}{codes}", "status codes:")?;
+        writeln!(f, "{:width$}{}", "status codes:", listed(counts.status.iter()))?;
         writeln!(f, "{:width$}{}", "non-2xx/3xx:", counts.status.failed())?;
-        writeln!(
+        write!(
             f,
-            "{:width$}{} (connect {}, read {}, write {}, timeout {}, parse {})",
+            "{:width$}{} (connect {}, read {}, write {}, timeout {}, parse {}",
             "errors:",
             errors.total(),
             errors.connect,
@@ -46,6 +45,11 @@ impl fmt::Display for Report {
             errors.timeout,
             errors.parse
         )?;
+        // The kind of its own only a TLS run can have: a plain run's line stays as it was.
+        if self.speaks_tls() {
+            write!(f, ", tls {}", errors.tls)?;
+        }
+        writeln!(f, ")")?;
         let latency = LatencySummary::of(&self.latency);
         writeln!(
             f,
@@ -60,7 +64,37 @@ impl fmt::Display for Report {
         for ((label, _), value) in PERCENTILES.iter().zip(latency.percentiles) {
             writeln!(f, "{label:>5}%{:>10}", Micros(value as f64).to_string())?;
         }
+        if let Some(handshakes) = &counts.tls {
+            write!(f, "{handshakes}")?;
+        }
         writeln!(f, "{:width$}1 kB = 1000 B, 1 MB = 1000 kB, 1 GB = 1000 MB", "units:")
+    }
+}
+
+/// A TLS run's lines: the versions and cipher suites the handshakes agreed on, how
+/// many there were and resumed, and how long they took.
+impl fmt::Display for Handshakes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let width = LABEL_WIDTH;
+        writeln!(f, "{:width$}{}", "tls versions:", listed(self.versions.iter().map(|(v, n)| (v, *n))))?;
+        writeln!(f, "{:width$}{}", "cipher suites:", listed(self.suites.iter().map(|(s, n)| (s, *n))))?;
+        writeln!(f, "{:width$}{} ({} resumed)", "handshakes:", self.done, self.resumed)?;
+        write!(f, "{:width$}", "handshake time:")?;
+        let Some((percentiles, max)) = self.summary() else { return writeln!(f, "none") };
+        for ((label, _), value) in HANDSHAKE_PERCENTILES.iter().zip(percentiles) {
+            write!(f, "p{label} {}, ", Micros(value as f64))?;
+        }
+        writeln!(f, "max {}", Micros(max as f64))
+    }
+}
+
+/// `200 99990, 503 10`: each name with its count, or `none`.
+fn listed<T: fmt::Display>(counts: impl Iterator<Item = (T, u64)>) -> String {
+    let listed: Vec<String> = counts.map(|(name, n)| format!("{name} {n}")).collect();
+    if listed.is_empty() {
+        "none".to_string()
+    } else {
+        listed.join(", ")
     }
 }
 
@@ -110,7 +144,7 @@ impl fmt::Display for Bytes {
 mod tests {
     use std::time::{Duration, SystemTime};
 
-    use super::super::{Mode, RunInfo, Stop};
+    use super::super::{Handshake, Mode, RunInfo, Stop};
     use super::*;
 
     fn run() -> RunInfo {
@@ -169,6 +203,43 @@ mod tests {
             "units:           1 kB = 1000 B, 1 MB = 1000 kB, 1 GB = 1000 MB",
         ];
         assert_eq!(text.lines().collect::<Vec<_>>(), expected_lines, "\n{text}");
+    }
+
+    #[test]
+    fn a_tls_run_adds_its_kind_of_error_and_its_handshakes_and_a_plain_one_neither() {
+        let mut report = report_with(3, [1000]);
+        let plain = report.to_string();
+        assert!(
+            plain.contains("\nerrors:          0 (connect 0, read 0, write 0, timeout 0, parse 0)\n"),
+            "{plain}"
+        );
+        report.runs[0].url = "https://127.0.0.1:8443/".into();
+        report.counts.errors.tls = 2;
+        let mut handshakes = Handshakes::default();
+        for (version, suite, resumed, millis) in [
+            ("TLSv1.3", "TLS13_AES_128_GCM_SHA256", false, 1),
+            ("TLSv1.3", "TLS13_AES_128_GCM_SHA256", true, 2),
+            ("TLSv1.2", "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", false, 3),
+        ] {
+            handshakes.record(&Handshake { version, suite, resumed, took: Duration::from_millis(millis) });
+        }
+        report.counts.tls = Some(handshakes);
+        let text = report.to_string();
+        assert!(
+            text.contains("\nerrors:          2 (connect 0, read 0, write 0, timeout 0, parse 0, tls 2)\n"),
+            "{text}"
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        let expected_tail = [
+            "tls versions:    TLSv1.2 1, TLSv1.3 2",
+            "cipher suites:   TLS13_AES_128_GCM_SHA256 2, TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256 1",
+            "handshakes:      3 (1 resumed)",
+            "handshake time:  p50 2.00ms, p99 3.00ms, max 3.00ms",
+            "units:           1 kB = 1000 B, 1 MB = 1000 kB, 1 GB = 1000 MB",
+        ];
+        assert_eq!(lines[lines.len() - expected_tail.len()..], expected_tail, "\n{text}");
+        report.counts.tls = Some(Handshakes::default());
+        assert!(report.to_string().contains("\nhandshakes:      0 (0 resumed)\nhandshake time:  none\n"));
     }
 
     #[test]
