@@ -295,14 +295,14 @@ def measure(server, shape, env):
         stop(proc)
 
 
-def load(shape, port, env, warm_up=False, path=None, script=None):
-    """Runs the shape's load (at `path`, with the wrk `script` if given); returns
-    requests, requests/s, p99 ms, errors."""
+def load(shape, port, env, warm_up=False, path=None, script=None, scheme='http'):
+    """Runs the shape's load (at `path`, with the wrk `script` if given, over `scheme`);
+    returns requests, requests/s, p99 ms, errors."""
     args = env['args']
     pin = ['taskset', '-c', str(args.load_cpu)]
     connections = shape.rsplit('-c', 1)[1]
     path = path or ('/body' if shape in BODY_SIZES else '/')
-    url = f'http://127.0.0.1:{port}{path}'
+    url = f'{scheme}://127.0.0.1:{port}{path}'
     if shape.startswith('close'):
         count = AB_REQUESTS // 10 if warm_up else AB_REQUESTS
         out = run(pin + ['ab', '-q', '-n', str(count), '-c', connections, url], 300)
