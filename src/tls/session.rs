@@ -321,8 +321,18 @@ impl<U: Unbuffered> Side<U> {
 
 impl<U: Unbuffered> Handshake<U> {
     /// Runs the handshake on what arrived: what rustls has to send is appended to
-    /// `out`, until it needs more input or is done.
+    /// `out`, until it needs more input or is done. A handshake that fails appends
+    /// the alert that tells the peer why.
     fn step(&mut self, out: &mut Vec<u8>) -> Result<Handshaking, rustls::Error> {
+        let stepped = self.steps(out);
+        if stepped.is_err() {
+            self.alert(out);
+        }
+        stepped
+    }
+
+    /// [`step`](Handshake::step) up to an error.
+    fn steps(&mut self, out: &mut Vec<u8>) -> Result<Handshaking, rustls::Error> {
         loop {
             let UnbufferedStatus { discard, state } = self.conn.process(&mut self.incoming);
             let done = match state? {
@@ -354,6 +364,21 @@ impl<U: Unbuffered> Handshake<U> {
             if let Some(done) = done {
                 return Ok(done);
             }
+        }
+    }
+
+    /// Appends to `out` the alert rustls queued with the error it returned, and what
+    /// it queued before it while taking the same message (a ServerHello, when the
+    /// error came later in the ClientHello's processing). A call hands over what is
+    /// queued before it reads any input, and is made only while something is: the
+    /// input that failed is never read again.
+    fn alert(&mut self, out: &mut Vec<u8>) {
+        while self.conn.wants_write() {
+            let Ok(ConnectionState::EncodeTlsData(mut encode)) = self.conn.process(&mut self.incoming).state
+            else {
+                return;
+            };
+            encode_into(out, |room| encode.encode(room));
         }
     }
 

@@ -291,6 +291,37 @@ fn a_record_altered_on_the_way_fails_with_a_fatal_alert_the_peer_reads() {
 }
 
 #[test]
+fn a_handshake_refused_tells_the_peer_why_with_an_alert() {
+    // Bytes that are no TLS (http:// to an https port), an empty ClientHello, a
+    // ClientHello begun and then garbage: one decode_error alert, in plaintext.
+    for input in [
+        &b"GET / HTTP/1.1\r\n\r\n"[..],
+        &[22, 3, 1, 0, 4, 1, 0, 0, 0],
+        &[22, 3, 1, 0, 2, 1, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff],
+    ] {
+        let mut server = server_tls().session();
+        let mut out = Vec::new();
+        assert!(matches!(server.handshake(input, &mut out), Err(Failure::Handshake(_))), "{input:?}");
+        assert_eq!(out, [21, 3, 3, 0, 2, 2, 50], "{input:?}");
+    }
+    // A handshake message announced past rustls's limit: refused, with no alert
+    // from rustls for it, and nothing read past the error.
+    let mut server = server_tls().session();
+    let mut out = Vec::new();
+    assert!(server.handshake(&[22, 3, 1, 0, 5, b'h', b'e', b'l', b'l', b'o'], &mut out).is_err());
+    assert_eq!(out, []);
+    // A client offering no protocol the server speaks by ALPN reads why.
+    let mut client = rustls_client(tls13());
+    let mut server = server_tls().with_alpn(&[b"h2"]).session();
+    let mut out = Vec::new();
+    assert!(server.handshake(&sent_by(&mut client), &mut out).is_err());
+    let mut alert = &out[..];
+    client.read_tls(&mut alert).expect("read_tls");
+    let refused = client.process_new_packets().expect_err("a fatal alert");
+    assert_eq!(refused, rustls::Error::AlertReceived(rustls::AlertDescription::NoApplicationProtocol));
+}
+
+#[test]
 fn a_header_longer_than_a_peer_may_send_is_refused_before_its_body_comes() {
     for (suite, header) in [(tls13(), [23, 3, 3, 0x41, 0x01]), (tls12(), [23, 3, 3, 0x48, 0x01])] {
         let (mut server, _client) = server_with(suite);
