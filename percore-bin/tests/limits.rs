@@ -14,8 +14,8 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use util::{
-    connect, cpu_ticks, is_running, read_status, tcp_queues, vm_kib, wait_until, worker_lines, Client,
-    Method, Server, TempFile, HELLO, OK, WAIT,
+    connect, cpu_ticks, is_running, raise_fd_limit, read_status, tcp_queues, vm_kib, wait_until,
+    worker_lines, Client, Method, Server, TempFile, HELLO, OK, WAIT,
 };
 
 const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
@@ -375,23 +375,6 @@ fn peer_reset_mid_response_frees_the_connection() {
     }
     assert_eq!(try_get(server.addr()).expect("a request after the resets"), OK);
     assert_fds_back(worker, baseline, "after the resets");
-}
-
-/// Raises this process's soft open-file limit to its hard limit, which must
-/// allow `needed` descriptors. util-linux's `prlimit` does it from outside, so the
-/// test needs no unsafe code of its own.
-fn raise_fd_limit(needed: u64) {
-    let limits = std::fs::read_to_string("/proc/self/limits").expect("reading /proc/self/limits");
-    let line = limits.lines().find(|l| l.starts_with("Max open files")).expect("an open-files line");
-    let hard: u64 =
-        line.split_whitespace().nth(4).and_then(|v| v.parse().ok()).expect("a numeric hard limit");
-    assert!(hard >= needed, "this test needs an open-file limit of {needed}, the hard limit is {hard}");
-    let pid = std::process::id().to_string();
-    let status = std::process::Command::new("prlimit")
-        .args(["--pid", &pid, &format!("--nofile={hard}:{hard}")])
-        .status()
-        .expect("running prlimit");
-    assert!(status.success(), "prlimit failed: {status}");
 }
 
 #[test]

@@ -47,11 +47,12 @@ pub use self::{
     process::{
         run_capturing, run_capturing_within, run_expecting_exit, run_expecting_exit_with_env,
         run_with_stdout_within, run_wrk, signal, skip, stopped_lines, tool_available, try_signal, wait_until,
-        worker_lines, Finished, Resume, Running, StoppedLine, Strace, TempFile, WorkerLine,
+        worker_lines, Finished, KillOnDrop, Resume, Running, StoppedLine, Strace, TempFile, WorkerLine,
     },
     procfs::{
         beyond_socket_buffers, children_of, cpu_ticks, cpus_allowed, euid, is_running, proc_state,
-        signal_pending, stat_fields, tcp_queues, tcp_queues_of, thread_cpus_allowed, vm_kib, SIGTERM,
+        raise_fd_limit, signal_pending, stat_fields, tcp_queues, tcp_queues_of, thread_cpus_allowed, vm_kib,
+        SIGTERM,
     },
     program::test_or_serve,
     scripted::ScriptedServer,

@@ -15,10 +15,11 @@ use super::STARTUP_TIMEOUT;
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
 
 /// Kills and reaps the child when dropped, including while a test panics, so
-/// no server outlives its test.
+/// no server outlives its test; for a process a test spawns with pipes of its own
+/// choosing too.
 // It lives here rather than beside `Server` because the runner below needs it
 // too, and server.rs then depends on this module, never the other way round.
-pub(super) struct KillOnDrop(pub(super) Child);
+pub struct KillOnDrop(pub Child);
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {

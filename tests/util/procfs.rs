@@ -1,6 +1,7 @@
 //! What the tests learn about a process from /proc: its state and parent, its
 //! children, its CPU affinity, its memory and its pending signals; what
-//! /proc/net/tcp says about a socket; and how much a TCP socket may buffer.
+//! /proc/net/tcp says about a socket; how much a TCP socket may buffer; and this
+//! process's open-file limit, raised.
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -144,6 +145,23 @@ pub fn beyond_socket_buffers(min: usize) -> usize {
     let wmem = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_wmem").expect("reading tcp_wmem");
     let max: usize = wmem.split_whitespace().nth(2).and_then(|max| max.parse().ok()).expect("tcp_wmem's max");
     min.max(2 * max + 1024 * 1024)
+}
+
+/// Raises this process's soft open-file limit to its hard limit, which must
+/// allow `needed` descriptors. util-linux's `prlimit` does it from outside, so the
+/// test needs no unsafe code of its own.
+pub fn raise_fd_limit(needed: u64) {
+    let limits = std::fs::read_to_string("/proc/self/limits").expect("reading /proc/self/limits");
+    let line = limits.lines().find(|l| l.starts_with("Max open files")).expect("an open-files line");
+    let hard: u64 =
+        line.split_whitespace().nth(4).and_then(|v| v.parse().ok()).expect("a numeric hard limit");
+    assert!(hard >= needed, "this test needs an open-file limit of {needed}, the hard limit is {hard}");
+    let pid = std::process::id().to_string();
+    let status = std::process::Command::new("prlimit")
+        .args(["--pid", &pid, &format!("--nofile={hard}:{hard}")])
+        .status()
+        .expect("running prlimit");
+    assert!(status.success(), "prlimit failed: {status}");
 }
 
 /// This process's effective user id, from /proc/self/status.
