@@ -52,6 +52,9 @@
 //!   [`Hello`](http::Hello) protocol, and the client side's response parse
 //!   ([`ResponseReader`](http::ResponseReader): a response's head, then its body).
 //! - [`listen`]: the listening socket, for a loop run without the workers.
+//! - `tls` (feature `tls`, off by default; on in the `percore` binary): a server's
+//!   certificate and key, a client's trust, and TLS on the loop's connections
+//!   (rustls for the handshake); docs/tls.md says how it works.
 //! - `cli` (feature `cli`, on by default): the command line of a server on the
 //!   loop, shared by `percore serve` and the examples; clap alone. Without it
 //!   (`default-features = false`) the library is built on libc, socket2 and

@@ -201,7 +201,14 @@ impl<P: Protocol> Harness<P> {
     /// [`ALPN`](Protocol::ALPN) names): the test is their TLS client, sealing what
     /// it sends and opening what it takes, so that a test reads and writes
     /// plaintext as without TLS. Each accepted connection, its own first, is
-    /// opened (`on_open`) once its handshake is done, at once.
+    /// opened (`on_open`) once its handshake is done, at once: so a server's
+    /// greeting is in [`take_output`](Harness::take_output) from the start, and
+    /// [`open`](Harness::open) is not called (it panics, the connection being open).
+    ///
+    /// The test's client is a fixed one: TLS 1.3 with TLS13_AES_256_GCM_SHA384,
+    /// offering exactly the protocol's ALPN names, verifying no certificate and
+    /// resuming nothing. A test of TLS 1.2, an ALPN mismatch or resumption speaks
+    /// to a [`Reactor`](super::Reactor) on a socket instead, with a client of its own.
     #[cfg(feature = "tls")]
     pub fn with_tls(protocol: P, config: Config, tls: &crate::tls::ServerTls) -> Harness<P> {
         Harness::start(protocol, config, Some(tls.with_alpn(P::ALPN)))
@@ -263,7 +270,8 @@ impl<P: Protocol> Harness<P> {
     ///
     /// # Panics
     ///
-    /// If it was opened already, or is closed.
+    /// If it was opened already (as a connection `with_tls` is
+    /// from the start), or is closed.
     pub fn open(&mut self) -> Flow {
         assert!(!self.own_opened, "Harness::open: the connection was opened already");
         self.own_opened = true;

@@ -97,7 +97,10 @@ pub enum Closed {
     /// [`ConnectFailed`](Closed::ConnectFailed) with `TimedOut`).
     TimedOut,
     /// A connection the loop opened ([`Io::connect`]) was never established: refused,
-    /// unreachable, or not accepted within the connect timeout (`TimedOut`).
+    /// unreachable, or not accepted within the connect timeout (`TimedOut`); over
+    /// TLS (`Reactor::connect_tls`, feature `tls`), a handshake that
+    /// failed too (`InvalidData`: the certificate not trusted or not the server
+    /// name's, an alert from the server, a protocol error).
     ConnectFailed(io::ErrorKind),
     /// Reading failed (a reset).
     ReadFailed(io::ErrorKind),

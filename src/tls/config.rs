@@ -62,8 +62,11 @@ impl fmt::Display for TlsError {
             TlsError::Read { path, error } => write!(f, "{}: {error}", path.display()),
             TlsError::Missing { path, what } => write!(f, "{}: no {what} in PEM", path.display()),
             TlsError::Pem { path, error } => write!(f, "{}: malformed PEM: {error}", path.display()),
+            TlsError::Refused { key, cert, error: rustls::Error::InconsistentKeys(_) } => {
+                write!(f, "{}: not a key for the certificate of {}", key.display(), cert.display())
+            }
             TlsError::Refused { key, cert, error } => {
-                write!(f, "{}: not a key for the certificate of {}: {error}", key.display(), cert.display())
+                write!(f, "{}: refused with the certificate of {}: {error}", key.display(), cert.display())
             }
         }
     }
@@ -154,7 +157,8 @@ pub enum Trust {
     InsecureAnyCertificate,
 }
 
-/// How a client speaks TLS, besides whom it trusts.
+/// How a client speaks TLS, besides whom it trusts. The default offers no ALPN
+/// protocol and resumes nothing (`resume: 0`: a full handshake every time).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ClientTlsOptions {
     /// The protocols it offers by ALPN.
