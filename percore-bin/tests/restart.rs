@@ -18,9 +18,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 use util::{
-    connect, is_running, percore_bin, proc_state, read_status, run_capturing_within, run_expecting_exit,
-    signal, signal_pending, stat_fields, stopped_lines, try_signal, wait_until, worker_lines, Client,
-    Finished, Method, Resume, Server, TempFile, HELLO, OK, SIGTERM, WAIT,
+    connect, is_running, new_master, percore_bin, proc_state, read_status, run_capturing_within,
+    run_expecting_exit, signal, signal_pending, stat_fields, stopped_lines, wait_until, worker_lines, Client,
+    Finished, KillPid, Method, Resume, Server, TempFile, HELLO, OK, SIGTERM, WAIT,
 };
 
 /// `percore bench` for `seconds` against `addr`, keep-alive, 20 connections, JSON.
@@ -41,20 +41,6 @@ fn report(run: Finished) -> Value {
 
 fn errors(report: &Value) -> u64 {
     report["errors"]["total"].as_u64().expect("an error count")
-}
-
-/// A new master's pid, from the old master's `upgrading: new master pid P` line.
-fn new_master(stderr: &str) -> Option<u32> {
-    stderr.lines().find_map(|line| line.strip_prefix("percore: upgrading: new master pid ")?.parse().ok())
-}
-
-/// Kills a process (a new master, which is not the test's child) on drop.
-struct KillOnDrop(u32);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        try_signal(self.0, "KILL");
-    }
 }
 
 #[test]
@@ -96,7 +82,7 @@ fn a_binary_upgrade_under_load_loses_no_request_and_the_old_master_exits() {
     thread::sleep(Duration::from_millis(500));
     signal(server.pid(), "USR2");
     let stderr = server.wait_for_stderr(WAIT, "the new master", |s| new_master(s).is_some());
-    let _new = KillOnDrop(new_master(&stderr).expect("checked"));
+    let _new = KillPid(new_master(&stderr).expect("checked"));
     let status = server.wait_exit(WAIT);
     assert_eq!(status.code(), Some(0), "the old master after the upgrade:\n{}", server.stderr());
     let report = report(load.join().expect("the bench thread"));
@@ -149,7 +135,7 @@ fn a_new_binary_that_hangs_is_killed_and_a_later_upgrade_succeeds() {
     signal(server.pid(), "USR2");
     let stderr = server.wait_for_stderr(WAIT, "the new master", |s| new_master(s).is_some());
     let hung = new_master(&stderr).expect("checked");
-    let _hung = KillOnDrop(hung);
+    let _hung = KillPid(hung);
     // A second USR2 meanwhile is said to be ignored, and the old master serves on.
     signal(server.pid(), "USR2");
     server.wait_for_stderr(WAIT, "the second USR2 refused", |s| s.contains("an upgrade is under way"));
@@ -169,7 +155,7 @@ fn a_new_binary_that_hangs_is_killed_and_a_later_upgrade_succeeds() {
         .lines()
         .filter_map(|line| line.strip_prefix("percore: upgrading: new master pid "))
         .next_back();
-    let _new = KillOnDrop(second.and_then(|pid| pid.parse().ok()).expect("its pid"));
+    let _new = KillPid(second.and_then(|pid| pid.parse().ok()).expect("its pid"));
     let status = server.wait_exit(WAIT);
     assert_eq!(status.code(), Some(0), "the old master after the upgrade:\n{}", server.stderr());
     assert_eq!(util::Client::connect(server.addr()).get("/").status_line, OK);

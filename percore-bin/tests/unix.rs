@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 
 use percore::listen::Address;
 use util::{
-    example_bin, is_running, percore_bin, run_capturing, run_expecting_exit, signal, tool_available,
-    try_signal, wait_until, Server, HELLO, IO_TIMEOUT, OK, WAIT,
+    example_bin, is_running, new_master, percore_bin, run_capturing, run_expecting_exit, signal,
+    tool_available, wait_until, KillPid, Server, HELLO, IO_TIMEOUT, OK, WAIT,
 };
 
 /// A directory of its own under the system's temporary one, removed on drop.
@@ -118,27 +118,14 @@ fn a_port_with_a_unix_socket_is_a_usage_error() {
     assert!(!path.exists());
 }
 
-/// Kills a process this test started, by its pid, if it still runs when dropped.
-struct KillPid(u32);
-
-impl Drop for KillPid {
-    fn drop(&mut self) {
-        if is_running(self.0) {
-            try_signal(self.0, "KILL");
-        }
-    }
-}
-
 #[test]
 fn an_upgrade_hands_the_socket_over_and_the_new_master_removes_its_file_when_it_stops() {
     let dir = TempDir::new("upgrade");
     let (path, bind) = dir.socket();
     let mut server = serve(&bind);
     signal(server.pid(), "USR2");
-    let prefix = "percore: upgrading: new master pid ";
-    let stderr = server.wait_for_stderr(WAIT, "the new master", |s| s.contains(prefix));
-    let pid = stderr.lines().find_map(|line| line.strip_prefix(prefix)).expect("checked");
-    let new = KillPid(pid.trim().parse().expect("its pid"));
+    let stderr = server.wait_for_stderr(WAIT, "the new master", |s| new_master(s).is_some());
+    let new = KillPid(new_master(&stderr).expect("checked"));
     let status = server.wait_exit(WAIT);
     assert_eq!(status.code(), Some(0), "the old master:\n{}", server.stderr());
     assert!(path.exists(), "the old master removed the file it handed over");

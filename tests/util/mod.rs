@@ -45,9 +45,10 @@ pub use self::{
     },
     pattern::{assert_same, difference, pattern},
     process::{
-        run_capturing, run_capturing_within, run_expecting_exit, run_expecting_exit_with_env,
+        new_master, run_capturing, run_capturing_within, run_expecting_exit, run_expecting_exit_with_env,
         run_with_stdout_within, run_wrk, signal, skip, stopped_lines, tool_available, try_signal, wait_until,
-        worker_lines, Finished, KillOnDrop, Resume, Running, StoppedLine, Strace, TempFile, WorkerLine,
+        worker_lines, Finished, KillOnDrop, KillPid, Resume, Running, StoppedLine, Strace, TempFile,
+        WorkerLine,
     },
     procfs::{
         beyond_socket_buffers, children_of, cpu_ticks, cpus_allowed, euid, is_running, proc_state,

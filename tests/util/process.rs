@@ -217,6 +217,24 @@ pub fn signal(pid: u32, name: &str) {
     assert!(try_signal(pid, name), "kill -{name} {pid} failed: is the process gone?");
 }
 
+/// A new master's pid, from the old master's `upgrading: new master pid P` line
+/// (after a SIGUSR2).
+pub fn new_master(stderr: &str) -> Option<u32> {
+    stderr.lines().find_map(|line| line.strip_prefix("percore: upgrading: new master pid ")?.parse().ok())
+}
+
+/// Kills a process this test started but is not its child (a new master), by its
+/// pid, if it still runs when dropped.
+pub struct KillPid(pub u32);
+
+impl Drop for KillPid {
+    fn drop(&mut self) {
+        if super::is_running(self.0) {
+            try_signal(self.0, "KILL");
+        }
+    }
+}
+
 /// SIGCONTs a SIGSTOPped process when dropped, also while a test panics.
 pub struct Resume(pub u32);
 
