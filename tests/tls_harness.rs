@@ -12,7 +12,7 @@ use percore::tls::ServerTls;
 
 fn tls() -> ServerTls {
     let file = |name: &str| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/tls").join(name);
-    ServerTls::from_pem_files(&file("localhost.pem"), &file("localhost.key")).expect("the test certificate")
+    ServerTls::from_pem_files(file("localhost.pem"), file("localhost.key")).expect("the test certificate")
 }
 
 fn hello(config: &HelloConfig) -> Hello {

@@ -26,9 +26,9 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use util::{
-    connect, pattern, percore_bin, raise_fd_limit, run_capturing, run_capturing_within, run_wrk, signal,
-    stopped_lines, tool_available, wait_until, worker_lines, Finished, KillOnDrop, Server, StoppedLine,
-    TempFile, HELLO, OK, WAIT,
+    connect, is_running, new_master, pattern, percore_bin, raise_fd_limit, run_capturing,
+    run_capturing_within, run_wrk, signal, stopped_lines, tool_available, wait_until, worker_lines, Finished,
+    KillOnDrop, KillPid, Server, StoppedLine, TempFile, HELLO, OK, WAIT,
 };
 
 /// A file of tests/tls/.
@@ -304,6 +304,115 @@ fn python_ssl_resumes_a_session_with_the_first_connections_ticket() {
         lines,
         ["first reused False ticket True", "second reused True", "answer HTTP/1.1 200 OK body 14"]
     );
+}
+
+/// How `openssl s_client` to `port` began its session: "New" (a full handshake) or
+/// "Reused" (resumed). It reads the session to resume from `session` with
+/// `-sess_in`, or keeps the one it is given there with `-sess_out`; it asks for `/`
+/// and waits for the answer, so that a TLS 1.3 ticket (sent after the handshake) is
+/// read before it leaves.
+fn s_client_session(port: u16, flag: &str, session: &TempFile) -> String {
+    let mut client = Interactive::s_client(port, &[flag, session.path(), "-crlf"]);
+    client.send("GET / HTTP/1.1\nHost: localhost\n\n");
+    client.wait_for(std::str::from_utf8(HELLO).expect("a text body"));
+    let run = client.finish();
+    let began =
+        run.stdout.lines().find_map(|line| line.strip_suffix(", TLSv1.3, Cipher is TLS_AES_256_GCM_SHA384"));
+    began
+        .unwrap_or_else(|| panic!("s_client said no TLS 1.3 session:\n{}\n{}", run.stdout, run.stderr))
+        .to_owned()
+}
+
+#[test]
+fn a_ticket_resumes_on_either_worker_after_a_reload_and_after_a_binary_upgrade() {
+    if !tool_available("openssl", "openssl") {
+        return;
+    }
+    let (pem, key) = (tls_arg("localhost.pem"), tls_arg("localhost.key"));
+    let mut server = Server::percore(&["--workers", "2", "--no-pin", "--tls-cert", &pem, "--tls-key", &key]);
+    let port = server.addr().port();
+    let session = TempFile::with_contents(b"");
+    assert_eq!(s_client_session(port, "-sess_out", &session), "New");
+    // Each connection goes to one of the two workers by a hash of its port: eight
+    // reach both but once in 128 runs; every one resumes.
+    for _ in 0..8 {
+        assert_eq!(s_client_session(port, "-sess_in", &session), "Reused");
+    }
+    signal(server.pid(), "HUP");
+    server.wait_for_stderr(WAIT, "the reload", |s| s.contains("reloading: generation 2"));
+    for _ in 0..4 {
+        assert_eq!(s_client_session(port, "-sess_in", &session), "Reused", "after a reload");
+    }
+    signal(server.pid(), "USR2");
+    let stderr = server.wait_for_stderr(WAIT, "the new master", |s| new_master(s).is_some());
+    let new = KillPid(new_master(&stderr).expect("checked"));
+    assert_eq!(server.wait_exit(WAIT).code(), Some(0), "the old master:\n{}", server.stderr());
+    for _ in 0..4 {
+        assert_eq!(s_client_session(port, "-sess_in", &session), "Reused", "after an upgrade");
+    }
+    signal(new.0, "TERM");
+    assert!(wait_until(WAIT, || !is_running(new.0)), "the new master still runs");
+}
+
+#[test]
+fn a_reload_renews_the_certificate_and_one_that_fails_to_load_keeps_the_one_served() {
+    if !tool_available("openssl", "openssl") {
+        return;
+    }
+    let test_file = |name| std::fs::read(tls_file(name)).expect("a test certificate or key");
+    // The certificate expired; the operator renews it in place and sends a HUP.
+    let (cert, key) = (
+        TempFile::with_contents(&test_file("expired.pem")),
+        TempFile::with_contents(&test_file("expired.key")),
+    );
+    let server = Server::percore(&["--workers", "1", "--tls-cert", cert.path(), "--tls-key", key.path()]);
+    let port = server.addr().port();
+    let subject = || {
+        let run = s_client(port, &[]);
+        let subject = run.stdout.lines().find_map(|line| line.strip_prefix("subject=CN = "));
+        subject.unwrap_or_else(|| panic!("no certificate:\n{}\n{}", run.stdout, run.stderr)).to_owned()
+    };
+    assert_eq!(subject(), "expired");
+    std::fs::write(cert.path(), test_file("localhost.pem")).expect("renewing the certificate");
+    std::fs::write(key.path(), test_file("localhost.key")).expect("renewing the key");
+    signal(server.pid(), "HUP");
+    server.wait_for_stderr(WAIT, "the reload", |s| s.contains("reloading: generation 2"));
+    assert!(wait_until(WAIT, || subject() == "localhost"), "the renewed certificate is not served");
+    let run =
+        succeeded("s_client", s_client(port, &["-verify_return_error", "-verify_hostname", "localhost"]));
+    assert!(run.stdout.contains("Verify return code: 0 (ok)"), "{}", run.stdout);
+    // A key that is not the certificate's: the reload is refused, naming the file,
+    // and the workers serve on as they were.
+    std::fs::write(key.path(), test_file("other.key")).expect("a wrong key");
+    signal(server.pid(), "HUP");
+    let refused = format!(
+        "reload failed, the workers go on: {}: not a key for the certificate of {}\n",
+        key.path(),
+        cert.path()
+    );
+    let stderr = server.wait_for_stderr(WAIT, "the refused reload", |s| s.contains(&refused));
+    assert!(!stderr.contains("generation 3"), "{stderr}");
+    assert_eq!(subject(), "localhost");
+    assert_eq!(curl_hello(port), HELLO);
+}
+
+#[test]
+fn with_tickets_off_no_ticket_is_sent_and_none_resumes() {
+    if !tool_available("openssl", "openssl") {
+        return;
+    }
+    let on = hello(&[]);
+    let session = TempFile::with_contents(b"");
+    assert_eq!(s_client_session(on.addr().port(), "-sess_out", &session), "New");
+    let off = hello(&["--tls-tickets", "off"]);
+    // The session the other server gave, offered here: refused, a full handshake.
+    assert_eq!(s_client_session(off.addr().port(), "-sess_in", &session), "New");
+    // Its own first session: no ticket came, so s_client keeps nothing to resume.
+    let own = TempFile::with_contents(b"");
+    assert_eq!(s_client_session(off.addr().port(), "-sess_out", &own), "New");
+    let kept = std::fs::read(own.path()).expect("the session file");
+    assert!(kept.is_empty(), "a session was kept:\n{}", String::from_utf8_lossy(&kept));
+    assert_first_worker_serves(&off);
 }
 
 #[test]

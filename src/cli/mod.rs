@@ -133,7 +133,8 @@ pub struct ServerArgs {
     pub send_timeout: Duration,
 
     /// Speak TLS (1.3 and 1.2) with the certificate chain of this PEM file, the
-    /// server's certificate first; with --tls-key.
+    /// server's certificate first; with --tls-key. Both are read again at a reload
+    /// (SIGHUP): a renewal.
     #[cfg(feature = "tls")]
     #[arg(long, value_name = "PEM", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
@@ -150,6 +151,23 @@ pub struct ServerArgs {
     #[cfg(feature = "tls")]
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_timeout)]
     pub tls_handshake_timeout: Duration,
+
+    /// Whether clients get TLS session tickets to resume with: sealed with keys
+    /// every worker shares, and a reload's workers and an upgraded binary's after
+    /// them (the keys step forward every 6 hours; a ticket resumes for 6 to 12).
+    #[cfg(feature = "tls")]
+    #[arg(long, value_name = "WHEN", default_value = "on")]
+    pub tls_tickets: TlsTickets,
+}
+
+/// Whether a TLS server sends session tickets (`--tls-tickets`).
+#[cfg(feature = "tls")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TlsTickets {
+    /// One a connection; a client resumes with it on any worker
+    On,
+    /// None: every handshake is a full one
+    Off,
 }
 
 /// Connections per worker at most: far above what one core serves, and far below
@@ -269,6 +287,10 @@ impl ServerArgs {
             say(format_args!("{}: --tls-cert/--tls-key: {error}", program_name()));
             std::process::exit(1)
         });
+        let tls = match self.tls_tickets {
+            TlsTickets::On => tls,
+            TlsTickets::Off => tls.without_tickets(),
+        };
         if tls.not_after().is_some_and(|end| end < std::time::SystemTime::now()) {
             let path = cert.display();
             say(format_args!("{}: warning: the certificate of {path} has expired", program_name()));

@@ -1,7 +1,8 @@
 //! Handing listening sockets from one process to another across `exec`: systemd's
 //! socket-activation convention (`LISTEN_FDS`, `LISTEN_PID`, descriptors from 3 on),
 //! which percore's binary upgrade speaks too, with one more descriptor to say when
-//! the new program is ready.
+//! the new program is ready, and one to read what the old program hands it beside
+//! its listeners.
 
 use std::ffi::{CStr, CString, OsStr, OsString};
 use std::fs::File;
@@ -17,12 +18,18 @@ use super::process::{self, Forked};
 const FIRST: RawFd = 3;
 /// The variable that names the descriptor on which a new master says it is ready.
 pub const READY_FD: &str = "PERCORE_READY_FD";
+/// The variable that names the descriptor a new master reads what the old one
+/// hands it from (a pipe, read to its end).
+pub const HANDED_FD: &str = "PERCORE_HANDED_FD";
+/// Every variable of the convention, removed once read and not passed on.
+const VARIABLES: [&str; 5] = ["LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES", READY_FD, HANDED_FD];
 
 /// Set once the inherited descriptors were taken: nothing may take them twice.
 static TAKEN: AtomicBool = AtomicBool::new(false);
 
-/// What this process inherited by the convention: its listeners, and the
-/// descriptor on which to say it is ready (a binary upgrade's).
+/// What this process inherited by the convention: its listeners, the descriptor
+/// on which to say it is ready, and the one to read what it is handed (a binary
+/// upgrade's).
 #[derive(Debug, Default)]
 pub struct Inherited {
     /// The listening sockets, in the order passed: TCP or Unix (`listen::Listener`
@@ -30,6 +37,8 @@ pub struct Inherited {
     pub listeners: Vec<OwnedFd>,
     /// Written to and closed once this process serves.
     pub ready: Option<OwnedFd>,
+    /// Read to its end for what the old program handed over.
+    pub handed: Option<OwnedFd>,
 }
 
 /// Takes the descriptors passed to this process, if `LISTEN_PID` names it; the
@@ -39,8 +48,9 @@ pub fn take_inherited() -> io::Result<Option<Inherited>> {
     let for_us =
         std::env::var("LISTEN_PID").ok().and_then(|pid| pid.parse::<u32>().ok()) == Some(std::process::id());
     let count = std::env::var("LISTEN_FDS").ok().and_then(|n| n.parse::<RawFd>().ok());
-    let ready = std::env::var(READY_FD).ok().and_then(|fd| fd.parse::<RawFd>().ok());
-    for name in ["LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES", READY_FD] {
+    let number = |name| std::env::var(name).ok().and_then(|fd| fd.parse::<RawFd>().ok());
+    let (ready, handed) = (number(READY_FD), number(HANDED_FD));
+    for name in VARIABLES {
         std::env::remove_var(name);
     }
     let (true, Some(count)) = (for_us, count) else { return Ok(None) };
@@ -60,6 +70,9 @@ pub fn take_inherited() -> io::Result<Option<Inherited>> {
     }
     if let Some(fd) = ready.filter(|&fd| fd >= FIRST + count) {
         inherited.ready = Some(adopt(fd)?);
+    }
+    if let Some(fd) = handed.filter(|&fd| fd >= FIRST + count && Some(fd) != ready) {
+        inherited.handed = Some(adopt(fd)?);
     }
     Ok(Some(inherited))
 }
@@ -86,8 +99,9 @@ fn is_listening(fd: BorrowedFd<'_>) -> io::Result<bool> {
 }
 
 /// Starts `program` with `args` (the first being its name) in a new process that
-/// inherits `listeners` as descriptors 3 on and `ready` as the next, named by
-/// `LISTEN_FDS`, `LISTEN_PID` and `PERCORE_READY_FD`. Forks as [`fork`](process::fork)
+/// inherits `listeners` as descriptors 3 on, `ready` as the next and `handed`
+/// after it, named by `LISTEN_FDS`, `LISTEN_PID`, `PERCORE_READY_FD` and
+/// `PERCORE_HANDED_FD`. Forks as [`fork`](process::fork)
 /// does (refusing from a process of more than one thread), and returns once the
 /// child has executed the program, or failed to: then `exec_error` says why, and
 /// the child exits with status 127.
@@ -96,11 +110,12 @@ pub fn spawn_with_listeners(
     args: &[OsString],
     listeners: &[BorrowedFd<'_>],
     ready: BorrowedFd<'_>,
+    handed: BorrowedFd<'_>,
 ) -> io::Result<Spawned> {
     // Made before the fork, so that the child has only system calls left to fail.
     let program = c_string(program.as_os_str())?;
     let args: Vec<CString> = args.iter().map(|arg| c_string(arg)).collect::<io::Result<_>>()?;
-    let sources: Vec<RawFd> = listeners.iter().chain([&ready]).map(AsRawFd::as_raw_fd).collect();
+    let sources: Vec<RawFd> = listeners.iter().chain([&ready, &handed]).map(AsRawFd::as_raw_fd).collect();
     // The child says why its exec failed on this pipe; a successful exec closes it
     // (close-on-exec) without a word. Its write end sits above every descriptor the
     // child places, so that placing them cannot overwrite it.
@@ -160,9 +175,9 @@ fn duplicate_above(fd: BorrowedFd<'_>, at: RawFd) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(copy) })
 }
 
-/// Makes `sources` (the listeners, then the ready descriptor) descriptors 3 on,
-/// sets `LISTEN_FDS` (`listeners` of them), `LISTEN_PID` and `PERCORE_READY_FD` for
-/// them, and executes `program` with `args`. Returns only on failure, with the
+/// Makes `sources` (the listeners, then the ready descriptor, then the handed one)
+/// descriptors 3 on, sets `LISTEN_FDS` (`listeners` of them), `LISTEN_PID`,
+/// `PERCORE_READY_FD` and `PERCORE_HANDED_FD` for them, and executes `program` with `args`. Returns only on failure, with the
 /// reason.
 ///
 /// # Safety
@@ -195,14 +210,13 @@ unsafe fn exec_with_listeners(
     }
     let count = listeners.to_string();
     let mut env: Vec<CString> = std::env::vars_os()
-        .filter(|(name, _)| {
-            !["LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES", READY_FD].iter().any(|v| name == v)
-        })
+        .filter(|(name, _)| !VARIABLES.iter().any(|v| name == v))
         .map(|(name, value)| pair(&name, &value))
         .collect();
     env.push(pair(OsStr::new("LISTEN_FDS"), OsStr::new(&count)));
     env.push(pair(OsStr::new("LISTEN_PID"), OsStr::new(&std::process::id().to_string())));
     env.push(pair(OsStr::new(READY_FD), OsStr::new(&(FIRST + listeners as RawFd).to_string())));
+    env.push(pair(OsStr::new(HANDED_FD), OsStr::new(&(FIRST + listeners as RawFd + 1).to_string())));
     let argv: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).chain([std::ptr::null()]).collect();
     let envp: Vec<*const libc::c_char> = env.iter().map(|e| e.as_ptr()).chain([std::ptr::null()]).collect();
     // SAFETY: every pointer is to a NUL-terminated string that lives until the call,

@@ -12,11 +12,12 @@ use rustls::client::UnbufferedClientConnection;
 use rustls::crypto::{aws_lc_rs as provider, CryptoProvider};
 use rustls::pki_types::pem::{self, PemObject};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::server::{NoServerSessionStorage, UnbufferedServerConnection};
+use rustls::server::{NoServerSessionStorage, ResolvesServerCert, UnbufferedServerConnection};
 use rustls::sign::CertifiedKey;
 use rustls::{DigitallySignedStruct, SignatureScheme};
 
 use super::session::Session;
+use super::ticket_keys::{NoTickets, TicketKeys};
 use super::tickets::Tickets;
 use super::validity;
 
@@ -79,10 +80,47 @@ impl std::error::Error for TlsError {}
 /// ECDHE), no 0-RTT, and session tickets for resumption (no session table: a
 /// worker's memory does not grow with its clients). Cheap to clone: every
 /// connection shares it; a clone is equal to what it was cloned from.
+///
+/// Its tickets are sealed with keys that step forward every 6 hours from one
+/// secret, made when it is loaded: the workers a master forks after loading it
+/// seal and open tickets alike, so a client resumes on whichever worker takes its
+/// connection, and a reload's workers do too; a binary upgrade hands the secret to
+/// the new master ([`worker::run`](crate::worker::run) does). A ticket opens for 6
+/// to 12 hours.
 #[derive(Clone)]
 pub struct ServerTls {
     config: Arc<rustls::ServerConfig>,
     not_after: Option<SystemTime>,
+    /// The keys its tickets are sealed with; `None` without tickets.
+    tickets: Option<Arc<TicketKeys>>,
+    /// Where its certificate and key were read from, to be read again.
+    files: Arc<Files>,
+}
+
+/// A certificate chain's file and its key's.
+struct Files {
+    cert: PathBuf,
+    key: PathBuf,
+}
+
+impl Files {
+    /// What the server presents: the chain with its key, which must match it, and
+    /// when the certificate stops being valid (if that reads).
+    fn certified(
+        &self,
+        provider: &CryptoProvider,
+    ) -> Result<(Arc<dyn ResolvesServerCert>, Option<SystemTime>), TlsError> {
+        let chain = certificates(&self.cert)?;
+        let key = read_pem(&self.key, PrivateKeyDer::from_pem_slice, "private key")?;
+        let certified = CertifiedKey::from_der(chain, key, provider).map_err(|error| self.refused(error))?;
+        let not_after =
+            validity::not_after(certified.end_entity_cert().map_err(|error| self.refused(error))?);
+        Ok((Arc::new(rustls::sign::SingleCertAndKey::from(certified)), not_after))
+    }
+
+    fn refused(&self, error: rustls::Error) -> TlsError {
+        TlsError::Refused { key: self.key.clone(), cert: self.cert.clone(), error }
+    }
 }
 
 impl PartialEq for ServerTls {
@@ -103,26 +141,62 @@ impl fmt::Debug for ServerTls {
 impl ServerTls {
     /// The certificate chain of `cert` (PEM, the server's certificate first) with
     /// the private key of `key` (PEM: PKCS#8, SEC1 or PKCS#1), which must match it.
-    pub fn from_pem_files(cert: &Path, key: &Path) -> Result<ServerTls, TlsError> {
-        let chain = certificates(cert)?;
-        let key_der = read_pem(key, PrivateKeyDer::from_pem_slice, "private key")?;
+    pub fn from_pem_files(cert: impl AsRef<Path>, key: impl AsRef<Path>) -> Result<ServerTls, TlsError> {
+        let files = Arc::new(Files { cert: cert.as_ref().to_owned(), key: key.as_ref().to_owned() });
         let provider = Arc::new(provider::default_provider());
-        let refused = |error| TlsError::Refused { key: key.to_owned(), cert: cert.to_owned(), error };
-        let certified = CertifiedKey::from_der(chain, key_der, &provider).map_err(refused)?;
-        let not_after = validity::not_after(certified.end_entity_cert().map_err(refused)?);
+        let (resolver, not_after) = files.certified(&provider)?;
+        let refused = |error| files.refused(error);
         let mut config = rustls::ServerConfig::builder_with_provider(provider)
             .with_protocol_versions(rustls::ALL_VERSIONS)
             .map_err(refused)?
             .with_no_client_auth()
-            .with_cert_resolver(Arc::new(rustls::sign::SingleCertAndKey::from(certified)));
+            .with_cert_resolver(resolver);
         // The record layer is percore's once the handshake is done.
         config.enable_secret_extraction = true;
         config.max_early_data_size = 0;
         // One ticket per connection: a client resumes once with each.
         config.send_tls13_tickets = 1;
         config.session_storage = Arc::new(NoServerSessionStorage {});
-        config.ticketer = provider::Ticketer::new().map_err(refused)?;
-        Ok(ServerTls { config: Arc::new(config), not_after })
+        let tickets = Arc::new(TicketKeys::new().map_err(refused)?);
+        config.ticketer = Arc::clone(&tickets) as _;
+        Ok(ServerTls { config: Arc::new(config), not_after, tickets: Some(tickets), files })
+    }
+
+    /// The same, with its certificate and key read again from their files (a
+    /// renewal, at a reload): the ticket keys, ALPN and the rest as they were. A
+    /// file that fails is the error that names it, as at the first load.
+    pub fn reloaded(&self) -> Result<ServerTls, TlsError> {
+        let (resolver, not_after) = self.files.certified(self.config.crypto_provider())?;
+        let mut config = rustls::ServerConfig::clone(&self.config);
+        config.cert_resolver = resolver;
+        Ok(ServerTls { config: Arc::new(config), not_after, ..self.clone() })
+    }
+
+    /// The same, resuming no session: no ticket is sent, none is taken (`percore
+    /// serve --tls-tickets off`); every handshake is a full one.
+    pub fn without_tickets(&self) -> ServerTls {
+        let mut config = rustls::ServerConfig::clone(&self.config);
+        config.send_tls13_tickets = 0;
+        config.ticketer = Arc::new(NoTickets);
+        ServerTls { config: Arc::new(config), tickets: None, ..self.clone() }
+    }
+
+    /// Its ticket keys as they are now, for a new master to go on from
+    /// ([`with_ticket_keys`](ServerTls::with_ticket_keys)); `None` without tickets.
+    pub(crate) fn ticket_keys(&self) -> Option<Vec<u8>> {
+        self.tickets.as_ref().map(|keys| keys.export())
+    }
+
+    /// The same, sealing its tickets with the keys of `exported` (what an older
+    /// master's [`ticket_keys`](ServerTls::ticket_keys) gave), so that the tickets
+    /// that master's workers sent resume here; as it is, if it has no tickets or
+    /// `exported` is not such keys.
+    pub(crate) fn with_ticket_keys(&self, exported: &[u8]) -> ServerTls {
+        let Some(keys) = self.tickets.as_ref().and(TicketKeys::import(exported)) else { return self.clone() };
+        let keys = Arc::new(keys);
+        let mut config = rustls::ServerConfig::clone(&self.config);
+        config.ticketer = Arc::clone(&keys) as _;
+        ServerTls { config: Arc::new(config), tickets: Some(keys), ..self.clone() }
     }
 
     /// The same, offering `protocols` by ALPN (RFC 7301), most preferred first: a
@@ -131,7 +205,7 @@ impl ServerTls {
     pub fn with_alpn(&self, protocols: &[&[u8]]) -> ServerTls {
         let mut config = rustls::ServerConfig::clone(&self.config);
         config.alpn_protocols = protocols.iter().map(|name| name.to_vec()).collect();
-        ServerTls { config: Arc::new(config), not_after: self.not_after }
+        ServerTls { config: Arc::new(config), ..self.clone() }
     }
 
     /// When the certificate stops being valid (its `notAfter`), if it reads.

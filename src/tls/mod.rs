@@ -9,10 +9,13 @@
 mod config;
 mod record;
 mod session;
+mod ticket_keys;
 mod tickets;
 mod validity;
 
 pub use config::{ClientTls, ClientTlsOptions, ServerTls, TlsError, Trust};
 pub(crate) use record::{ContentType, MAX_PLAINTEXT};
+/// The types of [`Negotiated`]'s fields, rustls's own (rustls 0.23).
+pub use rustls::{CipherSuite, ProtocolVersion};
 pub use session::Negotiated;
 pub(crate) use session::{Failure, Handshaking, Session};

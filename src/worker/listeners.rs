@@ -13,13 +13,14 @@ use super::options::{Options, PortSharing, Steering};
 use crate::listen::{self, Address, Listener};
 use crate::sys;
 
-/// The listeners, the descriptor on which to say this master is ready (when a
-/// master it upgrades passed one), and the Unix socket's file this master removes
-/// when it exits.
+/// The listeners, the descriptors on which to say this master is ready and to
+/// read what it was handed (when a master it upgrades passed them), and the Unix
+/// socket's file this master removes when it exits.
 #[derive(Debug)]
 pub(crate) struct Listeners {
     pub(crate) sockets: Vec<Listener>,
     pub(crate) ready: Option<OwnedFd>,
+    pub(crate) handed: Option<OwnedFd>,
     /// The file of the Unix socket, if this master bound it or the master it
     /// upgrades handed it over; one systemd passed is systemd's to remove.
     pub(crate) socket_file: Option<SocketFile>,
@@ -35,13 +36,13 @@ impl Listeners {
                 let sockets = sockets.collect::<io::Result<Vec<_>>>().map_err(Error::Inherited)?;
                 // An upgrading master passes a descriptor to say ready on; systemd does not.
                 let socket_file = inherited.ready.as_ref().and_then(|_| SocketFile::of(&sockets[0]));
-                Listeners { sockets, ready: inherited.ready, socket_file }
+                Listeners { sockets, ready: inherited.ready, handed: inherited.handed, socket_file }
             }
             Some(_) => return Err(Error::Inherited(io::Error::other("LISTEN_FDS names no listener"))),
             None => {
                 let sockets = bind_all(options)?;
                 let socket_file = SocketFile::of(&sockets[0]);
-                Listeners { sockets, ready: None, socket_file }
+                Listeners { sockets, ready: None, handed: None, socket_file }
             }
         };
         if options.steering == Steering::Cpu {

@@ -4,6 +4,7 @@
 //! listener while it serves, so a restarted or reloaded worker takes over the queue
 //! of the one it replaces.
 
+use std::borrow::Cow;
 use std::io::Read;
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
@@ -55,7 +56,8 @@ enum Phase {
 }
 
 pub(crate) struct Master<'a, S: Service, R> {
-    options: &'a Options,
+    /// The options, as a reload renews them (the TLS certificate, read again).
+    options: Cow<'a, Options>,
     /// Closed when stopping, so that new connections are refused.
     listeners: Option<Listeners>,
     service: S,
@@ -96,7 +98,7 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
             .map(|_| WorkerRecord { pid: None, restart_at: None, restarts: Restarts::new(now) })
             .collect();
         Ok(Master {
-            options,
+            options: Cow::Borrowed(options),
             listeners: Some(listeners),
             service,
             config,
@@ -199,7 +201,7 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
     /// the inherited signalfd.
     fn become_worker(self, index: usize) -> ! {
         let job =
-            Assignment { index, master_pid: self.pid, options: self.options, shared: self.live.shared() };
+            Assignment { index, master_pid: self.pid, options: &self.options, shared: self.live.shared() };
         let Some(listener) = self.listeners.as_ref().and_then(|l| l.for_worker(index).try_clone().ok())
         else {
             std::process::exit(1)
@@ -277,19 +279,33 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
         Role::Master
     }
 
-    /// SIGHUP: loads the configuration again and starts a new generation of workers
-    /// on the same listeners; the old one retires (drains, handing the listeners
-    /// over). A configuration that cannot be loaded leaves the workers as they are.
+    /// SIGHUP: loads the configuration again (and the TLS certificate and key)
+    /// and starts a new generation of workers on the same listeners; the old one
+    /// retires (drains, handing the listeners over). A configuration or a
+    /// certificate that cannot be loaded leaves the workers as they are.
     fn reload(&mut self) -> std::io::Result<Role> {
         if self.phase != Phase::Serving {
             return Ok(Role::Master);
         }
+        // Both loaded before either is taken: a reload that fails changes nothing.
+        #[cfg(feature = "tls")]
+        let renewed = match self.options.tls.as_ref().map(crate::tls::ServerTls::reloaded).transpose() {
+            Ok(renewed) => renewed,
+            Err(error) => {
+                (self.report)(Event::ReloadFailed(std::io::Error::other(error)));
+                return Ok(Role::Master);
+            }
+        };
         match self.service.load() {
             Ok(config) => self.config = config,
             Err(error) => {
                 (self.report)(Event::ReloadFailed(error));
                 return Ok(Role::Master);
             }
+        }
+        #[cfg(feature = "tls")]
+        if renewed.is_some() {
+            self.options.to_mut().tls = renewed;
         }
         self.generation += 1;
         (self.report)(Event::Reloading { generation: self.generation });
@@ -327,7 +343,7 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
             return;
         }
         let Some(listeners) = self.listeners.as_ref() else { return };
-        match upgrade::start(listeners) {
+        match upgrade::start(listeners, &self.handed()) {
             Ok(pending) => {
                 let registered = self.epoll.add(pending.ready.as_fd(), sys::INTEREST_READ, UPGRADE_READY);
                 match registered {
@@ -340,6 +356,16 @@ impl<'a, S: Service, R: Fn(Event<'_>)> Master<'a, S, R> {
             }
             Err(error) => (self.report)(Event::UpgradeFailed(error)),
         }
+    }
+
+    /// What a new master goes on from: the TLS ticket keys, if the workers seal
+    /// tickets.
+    fn handed(&self) -> Vec<u8> {
+        #[cfg(feature = "tls")]
+        if let Some(keys) = self.options.tls.as_ref().and_then(crate::tls::ServerTls::ticket_keys) {
+            return keys;
+        }
+        Vec::new()
     }
 
     /// A new master that has not said it is ready by its deadline is killed (and

@@ -35,6 +35,8 @@ pub use live::{Live, WorkerLive};
 pub use options::{somaxconn, Options, Pinning, PortSharing, Scheduling, Steering};
 pub use service::Service;
 
+use std::borrow::Cow;
+
 use crate::sys;
 pub use crate::sys::Exit;
 
@@ -80,7 +82,8 @@ pub fn run<S: Service>(options: &Options, service: S, report: impl Fn(Event<'_>)
     let signals = sys::SignalFd::new().map_err(Error::Setup)?;
     let mut listeners = listeners::Listeners::open(options)?;
     let socket_file = listeners.socket_file.take();
-    let outcome = supervise(options, listeners, signals, service, report);
+    let handed = upgrade::take_handed(listeners.handed.take());
+    let outcome = supervise(&with_handed(options, &handed), listeners, signals, service, report);
     // Only the master returns here (a worker exits in `Master::run`). A master that
     // handed its listener over to a new one leaves the file to it.
     if !matches!(outcome, Ok(Outcome::Upgraded)) {
@@ -89,6 +92,17 @@ pub fn run<S: Service>(options: &Options, service: S, report: impl Fn(Event<'_>)
         }
     }
     outcome
+}
+
+/// `options` with what a master this one upgrades handed over: its TLS ticket
+/// keys, so that the tickets its workers sent resume on this one's.
+#[cfg_attr(not(feature = "tls"), allow(unused_variables))]
+fn with_handed<'a>(options: &'a Options, handed: &[u8]) -> Cow<'a, Options> {
+    #[cfg(feature = "tls")]
+    if let (Some(tls), false) = (&options.tls, handed.is_empty()) {
+        return Cow::Owned(Options { tls: Some(tls.with_ticket_keys(handed)), ..options.clone() });
+    }
+    Cow::Borrowed(options)
 }
 
 /// Loads the service, reports the address, and runs the master on `listeners`.

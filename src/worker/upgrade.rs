@@ -1,10 +1,12 @@
 //! A binary upgrade: the master executes the program on disk with its listeners
-//! (systemd's `LISTEN_FDS` convention, from descriptor 3 on) and a pipe on which the
-//! new master says it is ready; then the old master retires its workers and exits.
+//! (systemd's `LISTEN_FDS` convention, from descriptor 3 on), a pipe on which the
+//! new master says it is ready, and one that hands it what it goes on from (the
+//! TLS ticket keys, so that the old workers' tickets resume on the new ones); then
+//! the old master retires its workers and exits.
 
 use std::ffi::OsString;
 use std::fs::File;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -26,18 +28,32 @@ pub(crate) struct Pending {
 }
 
 /// Starts this program (as it is on disk now) in a new process, with the same
-/// arguments and `listeners`. A program that cannot be executed is this call's
-/// error; its process exits at once, reaped as none of the master's.
-pub(crate) fn start(listeners: &Listeners) -> io::Result<Pending> {
+/// arguments and `listeners`, handing it `handed` (at most a pipe's buffer). A
+/// program that cannot be executed is this call's error; its process exits at
+/// once, reaped as none of the master's.
+pub(crate) fn start(listeners: &Listeners, handed: &[u8]) -> io::Result<Pending> {
     let program = program_on_disk()?;
     let args: Vec<OsString> = std::env::args_os().collect();
     let (read, write) = sys::pipe()?;
+    // Written whole and closed before the new master starts: it reads to the end.
+    let (handed_read, handed_write) = sys::pipe()?;
+    File::from(handed_write).write_all(handed)?;
     let fds: Vec<BorrowedFd<'_>> = listeners.sockets.iter().map(AsFd::as_fd).collect();
-    let spawned = sys::spawn_with_listeners(&program, &args, &fds, write.as_fd())?;
+    let spawned = sys::spawn_with_listeners(&program, &args, &fds, write.as_fd(), handed_read.as_fd())?;
     if let Some(error) = spawned.exec_error {
         return Err(io::Error::new(error.kind(), format!("cannot execute {}: {error}", program.display())));
     }
     Ok(Pending { pid: spawned.pid, ready: File::from(read), deadline: Instant::now() + READY_TIMEOUT })
+}
+
+/// What the old master handed over: read to the end of its pipe, at most 4 KiB;
+/// nothing when none was passed (systemd passes none) or it cannot be read.
+pub(crate) fn take_handed(handed: Option<OwnedFd>) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    if let Some(fd) = handed {
+        let _ = io::Read::take(File::from(fd), 4096).read_to_end(&mut bytes);
+    }
+    bytes
 }
 
 /// The new master says it is ready: one byte, then the pipe is closed.

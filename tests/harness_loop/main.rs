@@ -72,7 +72,7 @@ pub enum Wire {
 #[cfg(feature = "tls")]
 fn server_tls() -> percore::tls::ServerTls {
     let file = |name: &str| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/tls").join(name);
-    percore::tls::ServerTls::from_pem_files(&file("localhost.pem"), &file("localhost.key"))
+    percore::tls::ServerTls::from_pem_files(file("localhost.pem"), file("localhost.key"))
         .expect("the test certificate")
 }
 

@@ -21,7 +21,7 @@ fn file(name: &str) -> PathBuf {
 }
 
 fn server_tls() -> ServerTls {
-    ServerTls::from_pem_files(&file("localhost.pem"), &file("localhost.key"))
+    ServerTls::from_pem_files(file("localhost.pem"), file("localhost.key"))
         .expect("the test certificate")
         .with_alpn(&[b"http/1.1"])
 }
