@@ -397,6 +397,43 @@ fn a_reload_renews_the_certificate_and_one_that_fails_to_load_keeps_the_one_serv
 }
 
 #[test]
+fn each_name_gets_its_certificate_and_an_unknown_or_absent_name_the_first() {
+    if !tool_available("openssl", "openssl") || !tool_available("curl", "curl") {
+        return;
+    }
+    let extra = ["--tls-cert", &tls_arg("example.test.pem"), "--tls-key", &tls_arg("example.test.key")];
+    let server = hello(&extra);
+    let port = server.addr().port();
+    // curl verifies the certificate it gets against the name it asked for (the
+    // helper's own URL, localhost's, follows this one).
+    let hello = std::str::from_utf8(HELLO).expect("a text body");
+    for name in ["example.test", "www.example.test"] {
+        let resolve = format!("{name}:{port}:127.0.0.1");
+        let url = format!("https://{name}:{port}/");
+        let run = curl(port, &["--resolve", &resolve, &url], "");
+        assert!(
+            run.status.success() && run.stdout == hello.repeat(2),
+            "{name}: {}\n{}",
+            run.stdout,
+            run.stderr
+        );
+    }
+    let subject = |name: Option<&str>| {
+        let (to, ca) = (format!("127.0.0.1:{port}"), tls_arg("ca.pem"));
+        let sni = name.map_or(vec!["-noservername"], |name| vec!["-servername", name]);
+        let args = [&["s_client", "-connect", &to, "-CAfile", &ca][..], &sni].concat();
+        let run = run_capturing(Path::new("openssl"), &args);
+        let subject = run.stdout.lines().find_map(|line| line.strip_prefix("subject=CN = "));
+        subject
+            .unwrap_or_else(|| panic!("{name:?}: no certificate:\n{}\n{}", run.stdout, run.stderr))
+            .to_owned()
+    };
+    assert_eq!(subject(Some("www.example.test")), "example.test");
+    assert_eq!(subject(Some("unknown.test")), "localhost");
+    assert_eq!(subject(None), "localhost");
+}
+
+#[test]
 fn with_tickets_off_no_ticket_is_sent_and_none_resumes() {
     if !tool_available("openssl", "openssl") {
         return;
@@ -769,6 +806,10 @@ fn a_certificate_without_its_key_or_a_key_without_its_certificate_is_a_usage_err
         assert!(run.stderr.contains("required arguments were not provided"), "{}", run.stderr);
         assert!(run.stderr.contains(missing), "{}", run.stderr);
     }
+    let run =
+        serve_exits(&["--tls-cert", &cert, "--tls-key", &key, "--tls-cert", &tls_arg("example.test.pem")]);
+    assert_eq!(run.status.code(), Some(2), "{}", run.stderr);
+    assert!(run.stderr.contains("--tls-cert is given 2 times and --tls-key 1"), "{}", run.stderr);
 }
 
 #[test]

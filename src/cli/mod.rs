@@ -133,17 +133,19 @@ pub struct ServerArgs {
     pub send_timeout: Duration,
 
     /// Speak TLS (1.3 and 1.2) with the certificate chain of this PEM file, the
-    /// server's certificate first; with --tls-key. Both are read again at a reload
+    /// server's certificate first; with --tls-key. Repeated, one for each group of
+    /// names: a client gets the certificate whose subjectAltName has the name it
+    /// asks for (SNI), the first for any other. All are read again at a reload
     /// (SIGHUP): a renewal.
     #[cfg(feature = "tls")]
     #[arg(long, value_name = "PEM", requires = "tls_key")]
-    pub tls_cert: Option<PathBuf>,
+    pub tls_cert: Vec<PathBuf>,
 
     /// The private key of --tls-cert's certificate, a PEM file (PKCS#8, SEC1 or
-    /// PKCS#1).
+    /// PKCS#1); repeated as --tls-cert is, the Nth key for the Nth certificate.
     #[cfg(feature = "tls")]
     #[arg(long, value_name = "PEM", requires = "tls_cert")]
-    pub tls_key: Option<PathBuf>,
+    pub tls_key: Vec<PathBuf>,
 
     /// How long a TLS handshake may take; then the connection is closed, unseen by
     /// the protocol. 0: no limit. (The loop's handshake_timeout; nginx holds one for
@@ -279,11 +281,24 @@ impl ServerArgs {
     /// The TLS of `--tls-cert` and `--tls-key`, if given. A file that cannot be
     /// read, a malformed PEM, a key that is not the certificate's: one line that
     /// names the file, and exit status 1, as for the other files a server reads. A
-    /// certificate past its date: a warning (clients will refuse it).
+    /// certificate past its date: a warning (clients will refuse it). As many
+    /// certificates as keys, or it is a usage error.
     #[cfg(feature = "tls")]
     fn tls(&self) -> Option<crate::tls::ServerTls> {
-        let (cert, key) = (self.tls_cert.as_ref()?, self.tls_key.as_ref()?);
-        let tls = crate::tls::ServerTls::from_pem_files(cert, key).unwrap_or_else(|error| {
+        let (certs, keys) = (&self.tls_cert, &self.tls_key);
+        if certs.len() != keys.len() {
+            let (c, k) = (certs.len(), keys.len());
+            usage_error(format!(
+                "--tls-cert is given {c} times and --tls-key {k}: a key for each certificate"
+            ));
+        }
+        let mut pairs = certs.iter().zip(keys);
+        let (cert, key) = pairs.next()?;
+        let mut tls = crate::tls::ServerTls::from_pem_files(cert, key);
+        for (cert, key) in pairs {
+            tls = tls.and_then(|tls| tls.with_certificate(cert, key));
+        }
+        let tls = tls.unwrap_or_else(|error| {
             say(format_args!("{}: --tls-cert/--tls-key: {error}", program_name()));
             std::process::exit(1)
         });
@@ -291,9 +306,11 @@ impl ServerArgs {
             TlsTickets::On => tls,
             TlsTickets::Off => tls.without_tickets(),
         };
-        if tls.not_after().is_some_and(|end| end < std::time::SystemTime::now()) {
-            let path = cert.display();
-            say(format_args!("{}: warning: the certificate of {path} has expired", program_name()));
+        for (path, end) in tls.not_after() {
+            if end.is_some_and(|end| end < std::time::SystemTime::now()) {
+                let path = path.display();
+                say(format_args!("{}: warning: the certificate of {path} has expired", program_name()));
+            }
         }
         Some(tls)
     }

@@ -12,7 +12,7 @@ use rustls::client::UnbufferedClientConnection;
 use rustls::crypto::{aws_lc_rs as provider, CryptoProvider};
 use rustls::pki_types::pem::{self, PemObject};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::server::{NoServerSessionStorage, ResolvesServerCert, UnbufferedServerConnection};
+use rustls::server::{ClientHello, NoServerSessionStorage, ResolvesServerCert, UnbufferedServerConnection};
 use rustls::sign::CertifiedKey;
 use rustls::{DigitallySignedStruct, SignatureScheme};
 
@@ -75,7 +75,8 @@ impl fmt::Display for TlsError {
 
 impl std::error::Error for TlsError {}
 
-/// A server's TLS: its certificate chain and key, TLS 1.3 and 1.2 (1.0 and 1.1 are
+/// A server's TLS: its certificate chain and key (or several, one for each group of
+/// names: [`with_certificate`](ServerTls::with_certificate)), TLS 1.3 and 1.2 (1.0 and 1.1 are
 /// refused), the provider's AEAD cipher suites (AES-GCM and ChaCha20-Poly1305, with
 /// ECDHE), no 0-RTT, and session tickets for resumption (no session table: a
 /// worker's memory does not grow with its clients). Cheap to clone: every
@@ -90,36 +91,66 @@ impl std::error::Error for TlsError {}
 #[derive(Clone)]
 pub struct ServerTls {
     config: Arc<rustls::ServerConfig>,
-    not_after: Option<SystemTime>,
+    /// Its certificates, in the order of `files`: the config's resolver.
+    certified: Arc<ByName>,
     /// The keys its tickets are sealed with; `None` without tickets.
     tickets: Option<Arc<TicketKeys>>,
-    /// Where its certificate and key were read from, to be read again.
-    files: Arc<Files>,
+    /// Where its certificates and keys were read from, to be read again.
+    files: Vec<Files>,
 }
 
 /// A certificate chain's file and its key's.
+#[derive(Clone)]
 struct Files {
     cert: PathBuf,
     key: PathBuf,
 }
 
 impl Files {
-    /// What the server presents: the chain with its key, which must match it, and
-    /// when the certificate stops being valid (if that reads).
-    fn certified(
-        &self,
-        provider: &CryptoProvider,
-    ) -> Result<(Arc<dyn ResolvesServerCert>, Option<SystemTime>), TlsError> {
+    fn of(cert: &Path, key: &Path) -> Files {
+        Files { cert: cert.to_owned(), key: key.to_owned() }
+    }
+
+    /// The chain with its key, which must match it.
+    fn certified(&self, provider: &CryptoProvider) -> Result<Arc<CertifiedKey>, TlsError> {
         let chain = certificates(&self.cert)?;
         let key = read_pem(&self.key, PrivateKeyDer::from_pem_slice, "private key")?;
         let certified = CertifiedKey::from_der(chain, key, provider).map_err(|error| self.refused(error))?;
-        let not_after =
-            validity::not_after(certified.end_entity_cert().map_err(|error| self.refused(error))?);
-        Ok((Arc::new(rustls::sign::SingleCertAndKey::from(certified)), not_after))
+        Ok(Arc::new(certified))
     }
 
     fn refused(&self, error: rustls::Error) -> TlsError {
         TlsError::Refused { key: self.key.clone(), cert: self.cert.clone(), error }
+    }
+}
+
+/// Every file's certificate, for the names a client asks for.
+fn certified(files: &[Files], provider: &CryptoProvider) -> Result<Arc<ByName>, TlsError> {
+    let certified = files.iter().map(|file| file.certified(provider)).collect::<Result<Vec<_>, _>>()?;
+    Ok(Arc::new(ByName(certified)))
+}
+
+/// The certificate for the name a client asks for (SNI): the first whose names
+/// (its subjectAltName) include it; the first of all for a name none has, or none.
+#[derive(Debug)]
+struct ByName(Vec<Arc<CertifiedKey>>);
+
+impl ResolvesServerCert for ByName {
+    fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        let [first, others @ ..] = &self.0[..] else { return None };
+        let named = match (others.is_empty(), hello.server_name()) {
+            (false, Some(name)) => ServerName::try_from(name).ok().and_then(|name| {
+                self.0.iter().find(|certified| {
+                    let cert = certified
+                        .end_entity_cert()
+                        .ok()
+                        .and_then(|der| webpki::EndEntityCert::try_from(der).ok());
+                    cert.is_some_and(|cert| cert.verify_is_valid_for_subject_name(&name).is_ok())
+                })
+            }),
+            _ => None,
+        };
+        Some(Arc::clone(named.unwrap_or(first)))
     }
 }
 
@@ -142,15 +173,15 @@ impl ServerTls {
     /// The certificate chain of `cert` (PEM, the server's certificate first) with
     /// the private key of `key` (PEM: PKCS#8, SEC1 or PKCS#1), which must match it.
     pub fn from_pem_files(cert: impl AsRef<Path>, key: impl AsRef<Path>) -> Result<ServerTls, TlsError> {
-        let files = Arc::new(Files { cert: cert.as_ref().to_owned(), key: key.as_ref().to_owned() });
+        let files = vec![Files::of(cert.as_ref(), key.as_ref())];
         let provider = Arc::new(provider::default_provider());
-        let (resolver, not_after) = files.certified(&provider)?;
-        let refused = |error| files.refused(error);
+        let certified = certified(&files, &provider)?;
+        let refused = |error| files[0].refused(error);
         let mut config = rustls::ServerConfig::builder_with_provider(provider)
             .with_protocol_versions(rustls::ALL_VERSIONS)
             .map_err(refused)?
             .with_no_client_auth()
-            .with_cert_resolver(resolver);
+            .with_cert_resolver(Arc::clone(&certified) as _);
         // The record layer is percore's once the handshake is done.
         config.enable_secret_extraction = true;
         config.max_early_data_size = 0;
@@ -159,17 +190,36 @@ impl ServerTls {
         config.session_storage = Arc::new(NoServerSessionStorage {});
         let tickets = Arc::new(TicketKeys::new().map_err(refused)?);
         config.ticketer = Arc::clone(&tickets) as _;
-        Ok(ServerTls { config: Arc::new(config), not_after, tickets: Some(tickets), files })
+        Ok(ServerTls { config: Arc::new(config), certified, tickets: Some(tickets), files })
     }
 
-    /// The same, with its certificate and key read again from their files (a
+    /// The same, with one more certificate chain and key (as
+    /// [`from_pem_files`](ServerTls::from_pem_files) reads them), for the names in
+    /// its subjectAltName (SNI, as nginx's `server_name` picks a server): a client
+    /// is answered with the first certificate whose names include the one it asks
+    /// for, and with the first of all when it asks for none or for a name none has.
+    pub fn with_certificate(
+        &self,
+        cert: impl AsRef<Path>,
+        key: impl AsRef<Path>,
+    ) -> Result<ServerTls, TlsError> {
+        let mut files = self.files.clone();
+        files.push(Files::of(cert.as_ref(), key.as_ref()));
+        self.certified_from(files)
+    }
+
+    /// The same, with its certificates and keys read again from their files (a
     /// renewal, at a reload): the ticket keys, ALPN and the rest as they were. A
     /// file that fails is the error that names it, as at the first load.
     pub fn reloaded(&self) -> Result<ServerTls, TlsError> {
-        let (resolver, not_after) = self.files.certified(self.config.crypto_provider())?;
+        self.certified_from(self.files.clone())
+    }
+
+    fn certified_from(&self, files: Vec<Files>) -> Result<ServerTls, TlsError> {
+        let certified = certified(&files, self.config.crypto_provider())?;
         let mut config = rustls::ServerConfig::clone(&self.config);
-        config.cert_resolver = resolver;
-        Ok(ServerTls { config: Arc::new(config), not_after, ..self.clone() })
+        config.cert_resolver = Arc::clone(&certified) as _;
+        Ok(ServerTls { config: Arc::new(config), certified, files, ..self.clone() })
     }
 
     /// The same, resuming no session: no ticket is sent, none is taken (`percore
@@ -208,9 +258,12 @@ impl ServerTls {
         ServerTls { config: Arc::new(config), ..self.clone() }
     }
 
-    /// When the certificate stops being valid (its `notAfter`), if it reads.
-    pub fn not_after(&self) -> Option<SystemTime> {
-        self.not_after
+    /// Each certificate's file, and when the certificate stops being valid (its
+    /// `notAfter`), if that reads.
+    pub fn not_after(&self) -> impl Iterator<Item = (&Path, Option<SystemTime>)> {
+        let not_after =
+            |c: &Arc<CertifiedKey>| c.end_entity_cert().ok().and_then(|der| validity::not_after(der));
+        self.files.iter().map(|files| files.cert.as_path()).zip(self.certified.0.iter().map(not_after))
     }
 
     /// A new connection's TLS, its handshake to come.
