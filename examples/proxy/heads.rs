@@ -90,6 +90,39 @@ impl Policy {
     }
 }
 
+/// Who a request came from, as its backend is told: the client's address
+/// (`X-Forwarded-For`) and whether it spoke TLS to the proxy (`X-Forwarded-Proto:
+/// https`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Origin {
+    /// The client's address, if the socket told it.
+    pub addr: Option<IpAddr>,
+    /// How the client spoke to the proxy.
+    pub scheme: Scheme,
+}
+
+/// How a client spoke to the proxy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scheme {
+    /// Plain HTTP: the backend is told nothing (no `X-Forwarded-Proto`).
+    Http,
+    /// HTTPS, the proxy ending the TLS: `X-Forwarded-Proto: https`.
+    Https,
+}
+
+impl Scheme {
+    /// How the client of connection `io` speaks (TLS only with the library's `tls`
+    /// feature, which the workspace's build turns on).
+    pub fn of(io: &percore::reactor::Io<'_>) -> Scheme {
+        #[cfg(feature = "tls")]
+        if io.tls().is_some() {
+            return Scheme::Https;
+        }
+        let _ = io;
+        Scheme::Http
+    }
+}
+
 /// `Forwarded`, `X-Real-IP` and `X-Forwarded-*`.
 fn is_forwarding(name: &[u8]) -> bool {
     let prefix = b"x-forwarded-";
@@ -202,15 +235,16 @@ impl Persist {
 /// Writes to `out` the head of `request` as it goes to a backend by `route`: its
 /// request line with the route's target, its end-to-end fields as they came but for
 /// those `policy` drops (and `Host` if the route names the host: then that one
-/// first), `X-Forwarded-For` with `client`, and the framing of the body as the proxy
-/// sends it (`body`). The backend connection is kept alive: HTTP/1.1 keeps it by
+/// first), `X-Forwarded-For` with the client's address and, if it spoke TLS,
+/// `X-Forwarded-Proto: https` (unless a trusted one came: `policy`), and the
+/// framing of the body as the proxy sends it (`body`). The backend connection is kept alive: HTTP/1.1 keeps it by
 /// default, an HTTP/1.0 request (sent on as one, so that the backend answers as to
 /// an HTTP/1.0 client) asks for it.
 pub fn forward_request(
     out: &mut Vec<u8>,
     request: &Request<'_>,
     route: &Route<'_>,
-    client: Option<IpAddr>,
+    client: &Origin,
     policy: &Policy,
     body: Outgoing,
 ) {
@@ -225,6 +259,7 @@ pub fn forward_request(
         write_field(out, b"Host", host);
     }
     let mut forwarded_for = Vec::new();
+    let mut proto_said = false;
     for (name, value) in end_to_end(request.headers()) {
         if !policy.lets_through(name) || route.host.is_some() && name.eq_ignore_ascii_case(b"host") {
             continue;
@@ -232,8 +267,12 @@ pub fn forward_request(
         if name.eq_ignore_ascii_case(b"x-forwarded-for") {
             forwarded_for.push(value);
         } else {
+            proto_said |= name.eq_ignore_ascii_case(b"x-forwarded-proto");
             write_field(out, name, value);
         }
+    }
+    if client.scheme == Scheme::Https && !proto_said {
+        out.extend_from_slice(b"X-Forwarded-Proto: https\r\n");
     }
     out.extend_from_slice(b"X-Forwarded-For: ");
     for value in forwarded_for {
@@ -241,7 +280,7 @@ pub fn forward_request(
         out.extend_from_slice(b", ");
     }
     // Writing to a Vec cannot fail.
-    let _ = match client {
+    let _ = match client.addr {
         Some(ip) => write!(out, "{}\r\n", ip.to_canonical()),
         None => write!(out, "unknown\r\n"),
     };

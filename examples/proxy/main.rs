@@ -58,6 +58,9 @@
 //!   `X-Forwarded-For` is the client's address alone: a client could say anything
 //!   in them. `--trust-forwarded-headers` keeps them and adds the client's address
 //!   to `X-Forwarded-For`, for a proxy behind another that sets them.
+//! - Over TLS (`--tls-cert`, `--tls-key`: the proxy ends its clients' TLS and
+//!   speaks plain HTTP to its backends), `X-Forwarded-Proto: https` is added (a
+//!   trusted one that came is kept instead).
 //! - `Host` is passed on.
 //!
 //! Backends: round robin; a backend that refuses, or does not accept within

@@ -8,7 +8,6 @@
 //! `upstreams`, each backend connection and the client it answers.
 
 use std::collections::{HashMap, HashSet};
-use std::net::IpAddr;
 use std::time::{Duration, SystemTime};
 
 use percore::http::{
@@ -17,7 +16,7 @@ use percore::http::{
 use percore::reactor::{Closed, ConnId, Conns, Counts, Flow, Io, Protocol, Verdict};
 
 use crate::backends::Backends;
-use crate::heads::{self, Persist, Policy, Route};
+use crate::heads::{self, Origin, Persist, Policy, Route, Scheme};
 use crate::pool::Pool;
 use crate::reframe::{Outgoing, Piece};
 
@@ -97,8 +96,8 @@ pub enum Conn {
 /// A client connection.
 #[derive(Debug)]
 pub struct Client {
-    /// Its address, for `X-Forwarded-For`.
-    peer: Option<IpAddr>,
+    /// Its address and scheme, for `X-Forwarded-For` and `X-Forwarded-Proto`.
+    origin: Origin,
     progress: Progress,
     phase: Phase,
 }
@@ -199,7 +198,7 @@ impl Proxy {
                     at += request.head_len;
                     let body = BodyFramer::of(&request).with_grammar(ChunkGrammar::Strict);
                     let outgoing = request_framing(&request);
-                    self.forward(client.peer, &request, &route, outgoing, io);
+                    self.forward(client.origin, &request, &route, outgoing, io);
                     client.phase = Phase::Body(body, outgoing);
                 }
                 Phase::Body(mut body, outgoing) => {
@@ -257,7 +256,7 @@ impl Proxy {
     /// the exchange.
     fn forward(
         &mut self,
-        peer: Option<IpAddr>,
+        origin: Origin,
         request: &Request<'_>,
         route: &Route<'_>,
         outgoing: Outgoing,
@@ -265,7 +264,7 @@ impl Proxy {
     ) {
         let mut head = std::mem::take(&mut self.scratch);
         head.clear();
-        heads::forward_request(&mut head, request, route, peer, &self.policy, outgoing);
+        heads::forward_request(&mut head, request, route, &origin, &self.policy, outgoing);
         let backend = self.backends.pick(io.now());
         let upstream = match self.pool.take(backend) {
             Some(pooled) => pooled,
@@ -372,15 +371,20 @@ fn request_framing(request: &Request<'_>) -> Outgoing {
 impl Protocol for Proxy {
     type Conn = Conn;
 
-    /// A client accepted (its address kept for `X-Forwarded-For`), or a backend
-    /// connection established.
+    /// A client accepted (its address and scheme kept for `X-Forwarded-For` and
+    /// `X-Forwarded-Proto`), or a backend connection established.
     fn on_open(&mut self, conn: &mut Conn, io: &mut Io<'_>) -> Flow {
         *conn = if self.upstreams.contains_key(&io.id()) {
             // Read by the strict grammar: every answer's body is framed again.
             Conn::Upstream(ResponseReader::default().with_grammar(ChunkGrammar::Strict))
         } else {
-            let peer = io.peer_addr().ok().map(|addr| addr.ip());
-            Conn::Client(Client { peer, progress: Progress::default(), phase: Phase::Head })
+            let addr = io.peer_addr().ok().map(|addr| addr.ip());
+            let scheme = Scheme::of(io);
+            Conn::Client(Client {
+                origin: Origin { addr, scheme },
+                progress: Progress::default(),
+                phase: Phase::Head,
+            })
         };
         Flow::Continue
     }

@@ -604,6 +604,27 @@ fn proxy_over_https_answers_from_a_plain_backend() {
     assert!(run.stdout.ends_with("\r\n\r\nhello, world!\n"), "{}", run.stdout);
 }
 
+#[test]
+fn proxy_over_https_tells_its_backend_the_client_spoke_https() {
+    if !tool_available("curl", "curl") || !tool_available("python3", "python3") {
+        return;
+    }
+    // The proxy tests' backend, which answers /echo with the request it received.
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/proxy/backend.py");
+    let backend = Server::start(Path::new("python3"), &[script.to_str().expect("a UTF-8 path")]);
+    let proxy = example("proxy", &["--backend", &backend.addr().to_string()]);
+    // The client's own word is dropped, the proxy's said.
+    let run = succeeded("curl", curl(proxy.addr().port(), &["-H", "X-Forwarded-Proto: http"], "echo"));
+    let forwarded = "GET /echo HTTP/1.1\r\nHost: localhost:";
+    assert!(run.stdout.starts_with(forwarded), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("\r\nX-Forwarded-Proto: https\r\nX-Forwarded-For: 127.0.0.1\r\n"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(run.stdout.matches("X-Forwarded-Proto").count(), 1, "{}", run.stdout);
+}
+
 // 3. Hostile input.
 
 /// Reads what the server sends on `stream` until it closes it; a reset after some

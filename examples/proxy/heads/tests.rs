@@ -3,10 +3,15 @@ use percore::http::{parse, Limits, Parsed, ResponseEvent, ResponseReader, Stream
 
 /// `request` as it goes to a backend, its body framed as `body`.
 fn forwarded_with(request: &[u8], client: Option<IpAddr>, policy: &Policy, body: Outgoing) -> String {
+    forwarded_from(request, &Origin { addr: client, scheme: Scheme::Http }, policy, body)
+}
+
+/// `request` as it goes to a backend from `origin`.
+fn forwarded_from(request: &[u8], origin: &Origin, policy: &Policy, body: Outgoing) -> String {
     let Ok(Parsed::Complete(request)) = parse(request, &Limits::default()) else { panic!("a whole head") };
     let route = Route::of(&request).expect("a route");
     let mut out = Vec::new();
-    forward_request(&mut out, &request, &route, client, policy, body);
+    forward_request(&mut out, &request, &route, origin, policy, body);
     String::from_utf8(out).expect("UTF-8")
 }
 
@@ -158,4 +163,19 @@ fn the_proxys_own_answers_have_a_short_body_but_to_head() {
     out.clear();
     answer(&mut out, Refusal::Connect.status(), Method::Connect, Persist::Close);
     assert!(out.starts_with(b"HTTP/1.1 405 Method Not Allowed\r\n"), "{}", String::from_utf8_lossy(&out));
+}
+
+#[test]
+fn a_client_over_tls_is_said_to_be_https_unless_a_trusted_proxy_said_so_first() {
+    let request = b"GET / HTTP/1.1\r\nHost: h\r\nX-Forwarded-Proto: http\r\n\r\n";
+    let origin = Origin { addr: Some(IpAddr::from([10, 0, 0, 7])), scheme: Scheme::Https };
+    assert_eq!(
+        forwarded_from(request, &origin, &Policy::default(), Outgoing::Length(0)),
+        "GET / HTTP/1.1\r\nHost: h\r\nX-Forwarded-Proto: https\r\nX-Forwarded-For: 10.0.0.7\r\nContent-Length: 0\r\n\r\n"
+    );
+    let trusting = Policy { trust_forwarded_headers: true, ..Policy::default() };
+    assert_eq!(
+        forwarded_from(request, &origin, &trusting, Outgoing::Length(0)),
+        "GET / HTTP/1.1\r\nHost: h\r\nX-Forwarded-Proto: http\r\nX-Forwarded-For: 10.0.0.7\r\nContent-Length: 0\r\n\r\n"
+    );
 }
