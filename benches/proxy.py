@@ -28,12 +28,19 @@ For the body shapes the bytes are checked once per proxy before the load: a 1 Mi
 POST of random bytes reaches the backend with the same SHA-256, and the chunked
 answer's content reaches the client as sent (the "bytes" column).
 
+With --tls each proxy ends its clients' TLS (the tests' ECDSA P-256 certificate,
+TLS 1.3 and 1.2) and speaks plain HTTP to the backend, and wrk loads it over https
+(keep-alive: one handshake per connection): percore --tls-cert/--tls-key, nginx
+`listen ... ssl` with ssl_session_tickets on, HAProxy `bind ... ssl crt`. The
+keep-alive shapes only.
+
 Rounds are interleaved, the proxies' order rotated each round; the table gives medians,
 and each ratio (a proxy's CPU per request over nginx's and over HAProxy's) as the median
 of its per-round ratios, with the rounds in brackets.
 
     python3 benches/proxy.py                 # after cargo build --release --examples
     python3 benches/proxy.py --rounds 2 --duration 3 --shapes ka-c100
+    python3 benches/proxy.py --tls          # the proxies end TLS
 
 Needs taskset, wrk, nginx and haproxy; builds nothing. Never needs root.
 """
@@ -43,6 +50,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e  # noqa: E402
 import relay  # noqa: E402
 from procs import free_port  # noqa: E402
+from tls import CERT, KEY  # noqa: E402
 
 PROXIES = ['percore', 'nginx', 'haproxy']
 KNOWN = PROXIES + ['nginx-nobuf', 'baseline']
@@ -73,7 +81,8 @@ http {{
         keepalive {keepalive};
     }}
     server {{
-        listen 127.0.0.1:{port};
+        listen 127.0.0.1:{port}{ssl};
+        {certificate}
         location / {{
             proxy_pass http://backend;
             proxy_http_version 1.1;
@@ -94,7 +103,7 @@ defaults
     timeout server 60s
     http-reuse always
 frontend proxy
-    bind 127.0.0.1:{port}
+    bind 127.0.0.1:{port}{ssl}
     default_backend backend
 backend backend
     server backend 127.0.0.1:{backend}
@@ -112,6 +121,7 @@ def main():
     ap.add_argument('--baseline', help='another proxy binary, compared as `baseline`')
     ap.add_argument('--proxy-cpu', type=int, default=0)
     ap.add_argument('--load-cpu', type=int, default=1, help='CPU of the backend and wrk (default 1)')
+    ap.add_argument('--tls', action='store_true', help='the proxies end their clients\' TLS (ka shapes only)')
     ap.add_argument('--json', help='also write every measurement to this file')
     args = ap.parse_args()
     proxies, shapes = args.proxies.split(','), args.shapes.split(',')
@@ -143,6 +153,8 @@ def check(args, proxies, shapes):
     for shape in shapes:
         if not re.fullmatch(r'(ka|post1m|chunked1m)-c\d+', shape):
             sys.exit(f'unknown shape {shape}: ka-cN, post1m-cN or chunked1m-cN')
+        if args.tls and not shape.startswith('ka-'):
+            sys.exit(f'--tls: the keep-alive shapes only, not {shape}')
     for proxy in proxies:
         if proxy not in KNOWN:
             sys.exit(f'unknown proxy {proxy}; known: {", ".join(KNOWN)}')
@@ -170,16 +182,23 @@ def start_proxy(proxy, backend, workdir, args):
         os.makedirs(d, exist_ok=True)
         conf = os.path.join(d, 'nginx.conf')
         buffering = 'proxy_request_buffering off; proxy_buffering off;' if proxy == 'nginx-nobuf' else ''
+        ssl, certificate = ('', '') if not args.tls else (
+            ' ssl', f'ssl_certificate {CERT}; ssl_certificate_key {KEY}; ssl_session_tickets on;')
         with open(conf, 'w') as f:
-            f.write(NGINX_CONF.format(dir=d, port=port, backend=backend, keepalive=KEEPALIVE, buffering=buffering))
+            f.write(NGINX_CONF.format(dir=d, port=port, backend=backend, keepalive=KEEPALIVE, buffering=buffering,
+                                      ssl=ssl, certificate=certificate))
         return relay.start(proxy, ['nginx', '-p', d, '-c', conf], cpu, workdir, port)
     if proxy == 'haproxy':
-        conf = os.path.join(workdir, 'haproxy.cfg')
+        conf, pem = os.path.join(workdir, 'haproxy.cfg'), os.path.join(workdir, 'haproxy.pem')
+        with open(pem, 'w') as f:
+            f.write(open(CERT).read() + open(KEY).read())
+        ssl = f' ssl crt {pem} alpn http/1.1' if args.tls else ''
         with open(conf, 'w') as f:
-            f.write(HAPROXY_CONF.format(port=port, backend=backend))
+            f.write(HAPROXY_CONF.format(port=port, backend=backend, ssl=ssl))
         return relay.start(proxy, ['haproxy', '-db', '-f', conf], cpu, workdir, port)
+    tls = ['--tls-cert', CERT, '--tls-key', KEY] if args.tls else []
     return relay.start(proxy, [proxy_binary(proxy, args), '--port', '0', '--workers', '1', '--cpus', str(cpu),
-                               '--backend', f'127.0.0.1:{backend}', '--keepalive', str(KEEPALIVE)],
+                               '--backend', f'127.0.0.1:{backend}', '--keepalive', str(KEEPALIVE)] + tls,
                        cpu, workdir)
 
 
@@ -200,9 +219,10 @@ def measure(proxy, shape, workdir, env):
         proc, port = start_proxy(proxy, backend, workdir, args)
         try:
             equal = check_bytes(port) if bodies else None
-            warm = e2e.load(shape, port, env, warm_up=True, path=path, script=script)
+            scheme = 'https' if args.tls else 'http'
+            warm = e2e.load(shape, port, env, warm_up=True, path=path, script=script, scheme=scheme)
             before = e2e.tree_cpu(proc.pid)
-            done = e2e.load(shape, port, env, path=path, script=script)
+            done = e2e.load(shape, port, env, path=path, script=script, scheme=scheme)
             cpu = e2e.tree_cpu(proc.pid) - before
         finally:
             relay.stop(proc)
@@ -265,7 +285,8 @@ def table(results, args):
         ratios = [r['cpu'] / theirs[r['round']] for r in mine if theirs.get(r['round'])]
         return f'{statistics.median(ratios):.2f} ({" ".join(f"{x:.2f}" for x in ratios)})' if ratios else '–'
 
-    out = [f'{args.rounds} rounds; proxies on CPU {args.proxy_cpu} (one worker/thread), backend (percore serve, '
+    out = [f'{args.rounds} rounds; proxies on CPU {args.proxy_cpu} (one worker/thread'
+           + (', ending their clients\' TLS' if args.tls else '') + '), backend (percore serve, '
            f'or benches/body_backend.py for the body shapes) '
            f'and wrk -t1 on CPU {args.load_cpu}, {args.duration} s a load; medians; a ratio is the proxy\'s CPU per '
            f'request over the other\'s, the median of its per-round ratios (the rounds in brackets).', '',
