@@ -83,6 +83,17 @@ from procs import free_port, tree_pids, wait_listening
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PERCORE = os.path.join(ROOT, 'target', 'release', 'percore')
+# The tests' certificates (tests/tls/make.sh): the servers under TLS load use these.
+CERTS = os.path.join(ROOT, 'tests', 'tls')
+CERT, KEY = os.path.join(CERTS, 'localhost.pem'), os.path.join(CERTS, 'localhost.key')
+
+
+def haproxy_pem(workdir):
+    """The certificate and its key in one file, as HAProxy's `crt` takes them."""
+    pem = os.path.join(workdir, 'haproxy.pem')
+    with open(pem, 'w') as f:
+        f.write(open(CERT).read() + open(KEY).read())
+    return pem
 PIPELINE_LUA = 'init = function(args)\n  local r = {}\n  for i = 1, 16 do r[i] = wrk.format() end\n' \
                '  req = table.concat(r)\nend\nrequest = function() return req end\n'
 NGINX_CONF = """daemon off; master_process {master}; worker_processes {workers};

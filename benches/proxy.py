@@ -50,7 +50,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e  # noqa: E402
 import relay  # noqa: E402
 from procs import free_port  # noqa: E402
-from tls import CERT, KEY  # noqa: E402
 
 PROXIES = ['percore', 'nginx', 'haproxy']
 KNOWN = PROXIES + ['nginx-nobuf', 'baseline']
@@ -183,20 +182,18 @@ def start_proxy(proxy, backend, workdir, args):
         conf = os.path.join(d, 'nginx.conf')
         buffering = 'proxy_request_buffering off; proxy_buffering off;' if proxy == 'nginx-nobuf' else ''
         ssl, certificate = ('', '') if not args.tls else (
-            ' ssl', f'ssl_certificate {CERT}; ssl_certificate_key {KEY}; ssl_session_tickets on;')
+            ' ssl', f'ssl_certificate {e2e.CERT}; ssl_certificate_key {e2e.KEY}; ssl_session_tickets on;')
         with open(conf, 'w') as f:
             f.write(NGINX_CONF.format(dir=d, port=port, backend=backend, keepalive=KEEPALIVE, buffering=buffering,
                                       ssl=ssl, certificate=certificate))
         return relay.start(proxy, ['nginx', '-p', d, '-c', conf], cpu, workdir, port)
     if proxy == 'haproxy':
-        conf, pem = os.path.join(workdir, 'haproxy.cfg'), os.path.join(workdir, 'haproxy.pem')
-        with open(pem, 'w') as f:
-            f.write(open(CERT).read() + open(KEY).read())
-        ssl = f' ssl crt {pem} alpn http/1.1' if args.tls else ''
+        conf = os.path.join(workdir, 'haproxy.cfg')
+        ssl = f' ssl crt {e2e.haproxy_pem(workdir)} alpn http/1.1' if args.tls else ''
         with open(conf, 'w') as f:
             f.write(HAPROXY_CONF.format(port=port, backend=backend, ssl=ssl))
         return relay.start(proxy, ['haproxy', '-db', '-f', conf], cpu, workdir, port)
-    tls = ['--tls-cert', CERT, '--tls-key', KEY] if args.tls else []
+    tls = ['--tls-cert', e2e.CERT, '--tls-key', e2e.KEY] if args.tls else []
     return relay.start(proxy, [proxy_binary(proxy, args), '--port', '0', '--workers', '1', '--cpus', str(cpu),
                                '--backend', f'127.0.0.1:{backend}', '--keepalive', str(KEEPALIVE)] + tls,
                        cpu, workdir)

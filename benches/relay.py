@@ -20,6 +20,12 @@ Shapes (--shapes picks):
   bulk     a 256 MiB body fetched 4 times (1 GiB) on fresh connections by a client
            in this script, every byte counted: relay CPU seconds per GiB
 
+With --tls the relays end their clients' TLS in front of the plain backend
+(stunnel's job; the tests' ECDSA P-256 certificate): percore-relay with
+--tls-cert/--tls-key (a TLS connection has nothing to splice: it copies), haproxy
+`mode tcp` with `bind ... ssl crt`; wrk loads them over https. ka-c100 only, and
+neither splice variant.
+
 Rounds are interleaved, the relays' order rotated each round; the table gives medians,
 and each ratio (a relay's CPU figure over HAProxy's, and over haproxy-splice's for
 bulk) as the median of its per-round ratios, with the rounds in brackets.
@@ -27,6 +33,7 @@ bulk) as the median of its per-round ratios, with the rounds in brackets.
     python3 benches/relay.py                       # after cargo build --release --examples
     python3 benches/relay.py --relays haproxy,haproxy-splice --rounds 2 --duration 3
     python3 benches/relay.py --baseline /tmp/relay-old --shapes bulk
+    python3 benches/relay.py --tls --shapes ka-c100 --relays percore-relay,haproxy
 
 Needs taskset, wrk (ka-c100) and haproxy; builds nothing. Never needs root.
 """
@@ -54,7 +61,7 @@ defaults
     timeout server 60s
 {splice}
 frontend relay
-    bind 127.0.0.1:{port}
+    bind 127.0.0.1:{port}{ssl}
     default_backend backend
 backend backend
     server backend 127.0.0.1:{backend}
@@ -72,6 +79,7 @@ def main():
     ap.add_argument('--baseline', help='another relay binary, compared as `baseline`')
     ap.add_argument('--relay-cpu', type=int, default=0)
     ap.add_argument('--load-cpu', type=int, default=1, help='CPU of the backend and the client (default 1)')
+    ap.add_argument('--tls', action='store_true', help='the relays end their clients\' TLS (ka-c100 only)')
     ap.add_argument('--json', help='also write every measurement to this file')
     args = ap.parse_args()
     relays, shapes = args.relays.split(','), args.shapes.split(',')
@@ -117,7 +125,11 @@ def check(args, relays, shapes):
     for shape in shapes:
         if shape not in SHAPES:
             sys.exit(f'unknown shape {shape}; known: {", ".join(SHAPES)}')
+        if args.tls and shape != 'ka-c100':
+            sys.exit(f'--tls: ka-c100 only, not {shape}')
     for relay in relays:
+        if args.tls and relay not in ('percore-relay', 'haproxy', 'baseline'):
+            sys.exit(f'--tls: percore-relay, haproxy and baseline only, not {relay}')
         known = list(PERCORE_FLAGS) + RELAYS[1:] + ['floor', 'baseline']
         if relay not in known:
             sys.exit(f'unknown relay {relay}; known: {", ".join(known)}')
@@ -173,24 +185,27 @@ def start_relay(relay, backend, workdir, args):
             # Forced: with `option splice-auto`, HAProxy 2.6 relayed the bulk body with
             # recvfrom/sendto only (strace -c: not one splice call); these splice it.
             splice = '    option splice-request\n    option splice-response' if relay == 'haproxy-splice' else ''
-            f.write(HAPROXY_CONF.format(port=port, backend=backend, splice=splice))
+            ssl = f' ssl crt {e2e.haproxy_pem(workdir)}' if args.tls else ''
+            f.write(HAPROXY_CONF.format(port=port, backend=backend, splice=splice, ssl=ssl))
         return start(relay, ['haproxy', '-db', '-f', conf], cpu, workdir, port)
     if relay == 'floor':
         port = free_port()
         return start(relay, [os.path.join(workdir, 'floor-relay'), str(port), str(backend)], cpu, workdir, port)
+    tls = ['--tls-cert', e2e.CERT, '--tls-key', e2e.KEY] if args.tls else []
     return start(relay, [relay_binary(relay, args), '--port', '0', '--workers', '1', '--cpus', str(cpu),
-                         '--backend', f'127.0.0.1:{backend}'] + PERCORE_FLAGS.get(relay, []), cpu, workdir)
+                         '--backend', f'127.0.0.1:{backend}'] + PERCORE_FLAGS.get(relay, []) + tls, cpu, workdir)
 
 
 def measure(relay, shape, backend, workdir, env):
     """One load through a fresh relay: its CPU per request (µs) or per GiB (s), and rate."""
     proc, port = start_relay(relay, backend, workdir, env['args'])
     try:
+        scheme = 'https' if env['args'].tls else 'http'
         if shape == 'ka-c100':
-            e2e.load(shape, port, env, warm_up=True)
+            e2e.load(shape, port, env, warm_up=True, scheme=scheme)
         before, began = e2e.tree_cpu(proc.pid), time.monotonic()
         if shape == 'ka-c100':
-            done = e2e.load(shape, port, env)
+            done = e2e.load(shape, port, env, scheme=scheme)
             count, errors, rate, rate_unit = done['requests'], done['errors'], done['rps'], 'req/s'
         else:
             count, errors = fetch(port, FETCHES, BODY_SIZE) / GIB, 0
@@ -244,7 +259,8 @@ def table(results, args):
         ratios = [r['cpu'] / theirs[r['round']] for r in mine if theirs.get(r['round'])]
         return f'{statistics.median(ratios):.2f} ({" ".join(f"{x:.2f}" for x in ratios)})' if ratios else '–'
 
-    out = [f'{args.rounds} rounds; relays on CPU {args.relay_cpu} (one worker/thread), backend and client on '
+    out = [f'{args.rounds} rounds; relays on CPU {args.relay_cpu} (one worker/thread'
+           + (', ending their clients\' TLS' if args.tls else '') + '), backend and client on '
            f'CPU {args.load_cpu}; ka-c100: wrk -c100 for {args.duration} s, CPU per request; bulk: '
            f'{FETCHES} × {BODY_SIZE >> 20} MiB, CPU per GiB; medians; a ratio is the relay\'s CPU figure over '
            f'the other\'s, the median of its per-round ratios (the rounds in brackets).', '',

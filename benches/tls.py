@@ -50,8 +50,7 @@ from procs import free_port, tree_pids  # noqa: E402
 SERVERS = ['percore', 'floor', 'nginx', 'haproxy']
 SHAPES = ['ka-c100', 'ka-c1000', 'close-c50', 'resume-c50', 'body1m-c10', 'flood-c100', 'idle-2000',
           'idle-10000']
-CERTS = os.path.join(e2e.ROOT, 'tests', 'tls')
-CERT, KEY = os.path.join(CERTS, 'localhost.pem'), os.path.join(CERTS, 'localhost.key')
+CERTS, CERT, KEY = e2e.CERTS, e2e.CERT, e2e.KEY
 FLOOR = os.path.join(e2e.ROOT, 'benches', 'floor', 'tls')
 AB_REQUESTS = 5000
 HELLO = 'hello, world!\\n'
@@ -197,9 +196,7 @@ def start(server, shape, env):
             f.write(NGINX_CONF.format(dir=d, port=port, cert=CERT, key=KEY, body=env['body'], hello=HELLO))
         cmd = ['nginx', '-p', d, '-c', conf]
     else:
-        pem, conf = os.path.join(workdir, 'haproxy.pem'), os.path.join(workdir, 'haproxy.cfg')
-        with open(pem, 'w') as f:
-            f.write(open(CERT).read() + open(KEY).read())
+        pem, conf = e2e.haproxy_pem(workdir), os.path.join(workdir, 'haproxy.cfg')
         with open(conf, 'w') as f:
             f.write(HAPROXY_CONF.format(port=port, pem=pem, hello=HELLO, maxconn=haproxy_maxconn()))
         cmd = ['haproxy', '-db', '-f', conf]
