@@ -138,3 +138,44 @@ fn the_loops_timeouts_hold_over_tls() {
     harness.advance(Duration::from_secs(6));
     assert!(harness.closed(harness.id()).is_some(), "idle past the timeout");
 }
+
+/// Opens two TLS connections when its own opens: one to a name that is no name,
+/// one to `localhost`; keeps what each close said.
+struct Dialer {
+    client: percore::tls::ClientTls,
+    opened: Vec<percore::reactor::ConnId>,
+    closed: Vec<(percore::reactor::ConnId, percore::reactor::Closed)>,
+}
+
+impl Protocol for Dialer {
+    type Conn = ();
+    fn on_open(&mut self, _: &mut (), io: &mut Io<'_>) -> Flow {
+        if self.opened.is_empty() {
+            let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 443));
+            self.opened.push(io.connect_tls(addr, &self.client, "not a name!"));
+            self.opened.push(io.connect_tls(addr, &self.client, "localhost"));
+        }
+        Flow::Continue
+    }
+    fn on_data(&mut self, _: &mut (), input: &[u8], _: &mut Io<'_>) -> Verdict {
+        Verdict::keep(input.len())
+    }
+    fn on_close(&mut self, _: &mut (), closed: percore::reactor::Closed, _: &[u8], io: &mut Io<'_>) {
+        self.closed.push((io.id(), closed));
+    }
+}
+
+#[test]
+fn a_callback_opens_tls_connections_and_a_name_that_is_none_fails_as_a_connect() {
+    use percore::tls::{ClientTls, ClientTlsOptions, Trust};
+    let client =
+        ClientTls::new(&Trust::InsecureAnyCertificate, &ClientTlsOptions::default()).expect("a client");
+    let mut harness = Harness::new(Dialer { client, opened: Vec::new(), closed: Vec::new() });
+    harness.open();
+    let (bad, good) = (harness.protocol().opened[0], harness.protocol().opened[1]);
+    let refused = percore::reactor::Closed::ConnectFailed(std::io::ErrorKind::InvalidInput);
+    assert_eq!(harness.protocol().closed, [(bad, refused)]);
+    // The other is being opened (the harness plays no TLS server: a test of one
+    // runs a loop, as percore-bin/tests/tls.rs does through the proxy).
+    assert_eq!(harness.connecting().iter().map(|(id, _)| *id).collect::<Vec<_>>(), [good]);
+}

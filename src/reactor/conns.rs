@@ -100,6 +100,29 @@ impl Conns<'_> {
         self.open(Address::Unix(path.to_path_buf()))
     }
 
+    /// Opens a connection to `addr` that speaks TLS with `tls`, to the server named
+    /// `server` (the name its certificate must have, sent by SNI; an IP address is
+    /// checked against the certificate, not sent), as [`connect`](Conns::connect)
+    /// does: established (and `on_open` called) once its handshake is done too,
+    /// within the connect timeout; a handshake that fails (a certificate not
+    /// trusted or not the name's, an alert) reaches `on_close` as
+    /// [`Closed::ConnectFailed`](super::Closed::ConnectFailed)`(InvalidData)`, and
+    /// a `server` that is neither a DNS name nor an IP address as
+    /// `ConnectFailed(InvalidInput)`. The [`Harness`](super::Harness) plays no TLS
+    /// server: it lists such a connection as [connecting](super::Harness::connecting),
+    /// and a test fails it ([`fail_connect`](super::Harness::fail_connect)) or leaves it.
+    #[cfg(feature = "tls")]
+    pub fn connect_tls(
+        &mut self,
+        addr: impl Into<Address>,
+        tls: &crate::tls::ClientTls,
+        server: &str,
+    ) -> ConnId {
+        let token = self.orders.ids.take();
+        self.orders.connect_tls(token, addr.into(), tls.session(server));
+        ConnId::of(token)
+    }
+
     fn open(&mut self, addr: Address) -> ConnId {
         let token = self.orders.ids.take();
         self.orders.push(Order::Connect(token, addr));

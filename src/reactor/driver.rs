@@ -16,7 +16,7 @@ use super::protocol::{Closed, Flow, Protocol, Verdict};
 use super::slab::{Slab, Token};
 use super::splice::Splices;
 use super::steps::{steps, Needs};
-use super::wire::{Establishing, Wire};
+use super::wire::{DriverWire, Establishing};
 use crate::listen::Address;
 use crate::sys::Pipe;
 
@@ -45,7 +45,7 @@ enum Pumped {
 }
 
 /// The connections of one loop (or harness) and everything between them.
-pub(crate) struct Driver<P: Protocol, W: Wire> {
+pub(crate) struct Driver<P: Protocol, W: DriverWire> {
     pub(crate) machine: Machine<P>,
     slots: Slab<Slot<P::Conn, W>>,
     pub(crate) registry: W::Registry,
@@ -65,7 +65,7 @@ pub(crate) struct Driver<P: Protocol, W: Wire> {
     opened: u64,
 }
 
-impl<P: Protocol, W: Wire> Driver<P, W> {
+impl<P: Protocol, W: DriverWire> Driver<P, W> {
     pub(crate) fn new(machine: Machine<P>, registry: W::Registry) -> Driver<P, W> {
         Driver {
             machine,
@@ -179,10 +179,7 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
     /// Opens a connection to `addr` that speaks TLS as `session` says: established
     /// once its handshake is done too.
     #[cfg(feature = "tls")]
-    pub(crate) fn connect_tls(&mut self, addr: &Address, session: crate::tls::Session) -> io::Result<ConnId>
-    where
-        W: super::secured::WithTls,
-    {
+    pub(crate) fn connect_tls(&mut self, addr: &Address, session: crate::tls::Session) -> io::Result<ConnId> {
         let id = self.connect(addr)?;
         if let Some(slot) = self.slots.get_mut(id.token()) {
             slot.wire.speak_tls(session);
@@ -454,16 +451,34 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
     /// hears of it as of a connect that failed later.
     fn connect_ordered(&mut self, token: Token, addr: &Address) {
         self.opened += 1;
-        if let Err(e) = self.place_connecting(token, addr) {
-            self.machine.io.orders.ids.give_back(token);
-            self.failed += 1;
-            self.machine.closed(
-                Connection::connecting(),
-                token,
-                Ends::of(&NotConnected),
-                Closed::ConnectFailed(e.kind()),
-            );
+        #[cfg(feature = "tls")]
+        let session = match self.machine.io.orders.take_session(token).transpose() {
+            Ok(session) => session,
+            Err(e) => return self.connect_failed(token, e.kind()),
+        };
+        match self.place_connecting(token, addr) {
+            Err(e) => self.connect_failed(token, e.kind()),
+            #[cfg(feature = "tls")]
+            Ok(()) => {
+                if let (Some(session), Some(slot)) = (session, self.slots.get_mut(token)) {
+                    slot.wire.speak_tls(session);
+                }
+            }
+            #[cfg(not(feature = "tls"))]
+            Ok(()) => {}
         }
+    }
+
+    /// A connection ordered opened under `token` failed before it was placed.
+    fn connect_failed(&mut self, token: Token, kind: io::ErrorKind) {
+        self.machine.io.orders.ids.give_back(token);
+        self.failed += 1;
+        self.machine.closed(
+            Connection::connecting(),
+            token,
+            Ends::of(&NotConnected),
+            Closed::ConnectFailed(kind),
+        );
     }
 
     /// Sends `bytes` on `to` for `from`; `from` stops reading if that leaves `to`
@@ -575,7 +590,7 @@ impl<P: Protocol, W: Wire> Driver<P, W> {
 }
 
 /// What a driver is, in short: its connections' states are the machine's to show.
-impl<P: Protocol + std::fmt::Debug, W: Wire> std::fmt::Debug for Driver<P, W> {
+impl<P: Protocol + std::fmt::Debug, W: DriverWire> std::fmt::Debug for Driver<P, W> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Driver")
             .field("machine", &self.machine)

@@ -231,9 +231,8 @@ impl<P: Protocol> Reactor<P> {
     /// `server` (the name its certificate must have, sent by SNI; an IP address is
     /// checked against the certificate, not sent): as [`connect`](Reactor::connect),
     /// and established once its handshake is done too (within the connect timeout).
-    /// A name that is neither a DNS name nor an IP address is `InvalidInput`. Only
-    /// the loop's owner opens TLS connections: a protocol's callbacks open plain
-    /// ones ([`Io::connect`](super::Io::connect)).
+    /// A name that is neither a DNS name nor an IP address is `InvalidInput`. A
+    /// protocol's callbacks open them with [`Io::connect_tls`](super::Io::connect_tls).
     #[cfg(feature = "tls")]
     pub fn connect_tls(
         &mut self,

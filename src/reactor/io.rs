@@ -322,6 +322,17 @@ impl<'a> Io<'a> {
         self.conns.connect(addr)
     }
 
+    /// As [`Conns::connect_tls`].
+    #[cfg(feature = "tls")]
+    pub fn connect_tls(
+        &mut self,
+        addr: impl Into<Address>,
+        tls: &crate::tls::ClientTls,
+        server: &str,
+    ) -> ConnId {
+        self.conns.connect_tls(addr, tls, server)
+    }
+
     /// As [`Conns::connect_unix`].
     pub fn connect_unix(&mut self, path: &std::path::Path) -> ConnId {
         self.conns.connect_unix(path)

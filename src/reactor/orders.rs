@@ -46,6 +46,10 @@ pub(crate) struct Orders {
     orders: Vec<Order>,
     /// What `Write` orders copied, one range each.
     bytes: Vec<u8>,
+    /// The TLS of connections ordered opened with it (or why it could not be
+    /// made), until each is placed.
+    #[cfg(feature = "tls")]
+    sessions: Vec<(Token, std::io::Result<crate::tls::Session>)>,
 }
 
 /// Orders taken to be carried out, with the bytes their writes refer to.
@@ -73,6 +77,26 @@ impl Orders {
             }
         }
         self.orders.push(Order::Write { from, to, bytes: start..end });
+    }
+
+    /// Orders a connection to `addr` under a token taken now, speaking TLS as
+    /// `session` says once it is placed (or failing as it says).
+    #[cfg(feature = "tls")]
+    pub(crate) fn connect_tls(
+        &mut self,
+        token: Token,
+        addr: Address,
+        session: std::io::Result<crate::tls::Session>,
+    ) {
+        self.sessions.push((token, session));
+        self.orders.push(Order::Connect(token, addr));
+    }
+
+    /// The TLS ordered for the connection placed under `token`, if any.
+    #[cfg(feature = "tls")]
+    pub(crate) fn take_session(&mut self, token: Token) -> Option<std::io::Result<crate::tls::Session>> {
+        let at = self.sessions.iter().position(|(t, _)| *t == token)?;
+        Some(self.sessions.swap_remove(at).1)
     }
 
     pub(crate) fn is_empty(&self) -> bool {

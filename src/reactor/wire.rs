@@ -82,6 +82,18 @@ pub(crate) trait Wire: Sized + Addresses {
     fn retire(self, _registry: &mut Self::Registry, _token: Token, _closed: Closed) {}
 }
 
+/// A wire a driver runs: with the `tls` feature, one that can be made to speak TLS
+/// (the loop's and the harness's, each a [`Secured`](super::secured::Secured) one).
+#[cfg(feature = "tls")]
+pub(crate) trait DriverWire: Wire + super::secured::WithTls {}
+#[cfg(feature = "tls")]
+impl<W: Wire + super::secured::WithTls> DriverWire for W {}
+/// A wire a driver runs.
+#[cfg(not(feature = "tls"))]
+pub(crate) trait DriverWire: Wire {}
+#[cfg(not(feature = "tls"))]
+impl<W: Wire> DriverWire for W {}
+
 /// The loop's wire: a non-blocking socket, registered edge-triggered with the
 /// loop's epoll instance for input, output and the peer's shutdown.
 #[derive(Debug)]
