@@ -58,9 +58,16 @@
 //!   `X-Forwarded-For` is the client's address alone: a client could say anything
 //!   in them. `--trust-forwarded-headers` keeps them and adds the client's address
 //!   to `X-Forwarded-For`, for a proxy behind another that sets them.
-//! - Over TLS (`--tls-cert`, `--tls-key`: the proxy ends its clients' TLS and
-//!   speaks plain HTTP to its backends), `X-Forwarded-Proto: https` is added (a
-//!   trusted one that came is kept instead).
+//! - Over TLS (`--tls-cert`, `--tls-key`: the proxy ends its clients' TLS),
+//!   `X-Forwarded-Proto: https` is added (a trusted one that came is kept instead).
+//!
+//! TLS to the backends (`--backend-tls`): each backend is verified against
+//! `--backend-ca PEM` as the server its `--backend` host names (sent by SNI; an IP
+//! address is checked against the certificate's addresses), or not at all with
+//! `--backend-tls-insecure`; the pool keeps TLS connections as it keeps plain ones
+//! (and the client keeps a ticket per connection to resume with). A backend whose
+//! handshake fails is answered 502 and skipped as one that refuses, and said once
+//! on stderr (`proxy: backend ADDR (NAME): its TLS handshake failed ...`).
 //! - `Host` is passed on.
 //!
 //! Backends: round robin; a backend that refuses, or does not accept within
@@ -95,9 +102,13 @@ use std::net::ToSocketAddrs;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::Parser;
+use std::path::PathBuf;
+
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser};
 use percore::cli::{self, parse_timeout, ServerArgs};
 use percore::listen::{Address, Opening};
+use percore::tls::{ClientTls, ClientTlsOptions, Trust};
 
 use backends::Backends;
 use heads::Policy;
@@ -123,7 +134,7 @@ struct Args {
     /// A backend, HOST:PORT (a name is resolved once, at start) or unix:PATH (a
     /// Unix socket); repeat it for several, taken in turn (round robin).
     #[arg(long, value_name = "HOST:PORT|unix:PATH", required = true, value_parser = parse_backend)]
-    backend: Vec<Address>,
+    backend: Vec<Backend>,
 
     /// Idle backend connections each worker keeps open for later requests (nginx's
     /// `keepalive`); connections busy with a request are not counted.
@@ -157,15 +168,66 @@ struct Args {
     /// default they are dropped, and X-Forwarded-For is the client's address alone.
     #[arg(long)]
     trust_forwarded_headers: bool,
+
+    /// Speak TLS to the backends (HTTPS), each verified as the server named by the
+    /// host of its --backend (sent by SNI; an IP address is checked against the
+    /// certificate's addresses): with --backend-ca, or --backend-tls-insecure. A
+    /// backend whose handshake fails is answered 502 (and skipped as one that
+    /// refuses), said once on stderr.
+    #[arg(long)]
+    backend_tls: bool,
+
+    /// The certificate authorities (PEM) that --backend-tls verifies the backends'
+    /// certificates against.
+    #[arg(long, value_name = "PEM", requires = "backend_tls")]
+    backend_ca: Option<PathBuf>,
+
+    /// Take any certificate from the backends, unverified (a test backend's
+    /// self-signed one): the connection is encrypted, but to whoever answers.
+    #[arg(long, requires = "backend_tls", conflicts_with = "backend_ca")]
+    backend_tls_insecure: bool,
+}
+
+/// What --backend names, and the host it names (for TLS: `localhost` for a Unix
+/// socket).
+#[derive(Clone, Debug)]
+struct Backend {
+    addr: Address,
+    host: String,
 }
 
 /// `unix:PATH`, or `HOST:PORT` resolved to its first address.
-fn parse_backend(text: &str) -> Result<Address, String> {
+fn parse_backend(text: &str) -> Result<Backend, String> {
     if text.starts_with("unix:") {
-        return text.parse();
+        return Ok(Backend { addr: text.parse()?, host: "localhost".to_owned() });
     }
     let mut addrs = text.to_socket_addrs().map_err(|e| format!("{text}: {e}"))?;
-    addrs.next().map(Address::Ip).ok_or_else(|| format!("{text}: no address"))
+    let addr = addrs.next().map(Address::Ip).ok_or_else(|| format!("{text}: no address"))?;
+    let host = text.rsplit_once(':').map_or(text, |(host, _)| host);
+    Ok(Backend { addr, host: host.trim_start_matches('[').trim_end_matches(']').to_owned() })
+}
+
+/// The backends' TLS that --backend-tls asks for, if it does; a CA file that does
+/// not load is one line naming it, exit status 1.
+fn backend_tls(args: &Args) -> Option<ClientTls> {
+    if !args.backend_tls {
+        return None;
+    }
+    let trust = match (&args.backend_ca, args.backend_tls_insecure) {
+        (Some(ca), _) => Trust::CaFile(ca.clone()),
+        (None, true) => Trust::InsecureAnyCertificate,
+        (None, false) => Args::command()
+            .error(
+                ErrorKind::MissingRequiredArgument,
+                "--backend-tls needs --backend-ca PEM (or --backend-tls-insecure)",
+            )
+            .exit(),
+    };
+    let options = ClientTlsOptions { alpn: vec![b"http/1.1".to_vec()], resume: 64 };
+    Some(ClientTls::new(&trust, &options).unwrap_or_else(|error| {
+        cli::say(format_args!("proxy: --backend-ca: {error}"));
+        std::process::exit(1)
+    }))
 }
 
 /// None for a duration of 0: no limit.
@@ -175,14 +237,22 @@ fn limit(duration: Duration) -> Option<Duration> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    let tls = backend_tls(&args);
     let mut options = args.server.options(Opening::ClientSpeaksFirst);
     options.reactor.connect_timeout = limit(args.connect_timeout);
     cli::serve(&options, move || {
-        let backends = Backends::new(args.backend.clone(), args.fail_timeout);
+        let addrs = args.backend.iter().map(|backend| backend.addr.clone()).collect();
+        let backends = Backends::new(addrs, args.fail_timeout);
         let policy = Policy {
             underscores_in_headers: args.underscores_in_headers,
             trust_forwarded_headers: args.trust_forwarded_headers,
         };
-        Ok(Proxy::new(backends, args.keepalive, limit(args.read_timeout), policy))
+        let proxy = Proxy::new(backends, args.keepalive, limit(args.read_timeout), policy);
+        Ok(match &tls {
+            Some(tls) => {
+                proxy.with_backend_tls(tls.clone(), args.backend.iter().map(|b| b.host.clone()).collect())
+            }
+            None => proxy,
+        })
     })
 }

@@ -46,6 +46,18 @@ pub struct Proxy {
     opened: u64,
     /// A head being written, kept to reuse its allocation.
     pub(crate) scratch: Vec<u8>,
+    /// How the backends speak TLS, if they do.
+    #[cfg(feature = "tls")]
+    backend_tls: Option<BackendTls>,
+}
+
+/// TLS to the backends: the client's trust, each backend's name (sent by SNI and
+/// checked against its certificate), and whether its failed handshake was said.
+#[cfg(feature = "tls")]
+pub struct BackendTls {
+    client: percore::tls::ClientTls,
+    names: Vec<String>,
+    said: Vec<bool>,
 }
 
 /// A backend connection.
@@ -164,7 +176,40 @@ impl Proxy {
             counts: Counts::default(),
             opened: 0,
             scratch: Vec::new(),
+            #[cfg(feature = "tls")]
+            backend_tls: None,
         }
+    }
+
+    /// The same, speaking TLS to its backends with `client`, to each by its name in
+    /// `names` (as many as the backends): a backend whose handshake fails (its
+    /// certificate not trusted or not for its name) is refused as one that refuses
+    /// connections is, and said once.
+    #[cfg(feature = "tls")]
+    pub fn with_backend_tls(mut self, client: percore::tls::ClientTls, names: Vec<String>) -> Proxy {
+        assert_eq!(names.len(), self.backends.len(), "a name for each backend");
+        let said = vec![false; names.len()];
+        self.backend_tls = Some(BackendTls { client, names, said });
+        self
+    }
+
+    /// Says, once per backend, that its TLS handshake failed (`closed` says it did:
+    /// `InvalidData`).
+    #[cfg(feature = "tls")]
+    pub(crate) fn tell_tls_failure(&mut self, backend: usize, closed: Closed) {
+        let Some(tls) = self.backend_tls.as_mut() else { return };
+        if closed != Closed::ConnectFailed(std::io::ErrorKind::InvalidData)
+            || std::mem::replace(&mut tls.said[backend], true)
+        {
+            return;
+        }
+        #[cfg(not(fuzzing))]
+        percore::cli::say(format_args!(
+            "proxy: backend {} ({}): its TLS handshake failed (a certificate not trusted or not for that name, \
+             or an alert): answered 502 while it fails",
+            self.backends.addr(backend),
+            tls.names[backend]
+        ));
     }
 
     /// Reads a client's requests: each head is forwarded, then its body as it comes;
@@ -288,7 +333,14 @@ impl Proxy {
 
     /// Opens a connection to `backend`.
     pub(crate) fn open(&mut self, backend: usize, io: &mut Io<'_>) -> ConnId {
-        let id = io.connect(self.backends.addr(backend));
+        let addr = self.backends.addr(backend).clone();
+        #[cfg(feature = "tls")]
+        let id = match &self.backend_tls {
+            Some(tls) => io.connect_tls(addr, &tls.client, &tls.names[backend]),
+            None => io.connect(addr),
+        };
+        #[cfg(not(feature = "tls"))]
+        let id = io.connect(addr);
         self.upstreams.insert(id, Upstream { backend, client: None, reused: false });
         self.opened += 1;
         id

@@ -168,6 +168,10 @@ impl Proxy {
     /// read timeout while it owed the answer) is skipped for a while.
     pub(crate) fn upstream_closed(&mut self, closed: Closed, io: &mut Io<'_>) {
         let failure = Failure::of(closed);
+        #[cfg(feature = "tls")]
+        if let Some(backend) = self.upstreams.get(&io.id()).map(|upstream| upstream.backend) {
+            self.tell_tls_failure(backend, closed);
+        }
         if let Some(upstream) = self.upstreams.get(&io.id()) {
             let owed = upstream.client.is_some();
             if matches!(failure, Failure::ConnectRefused | Failure::ConnectTimedOut)

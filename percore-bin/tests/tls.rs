@@ -625,6 +625,46 @@ fn proxy_over_https_tells_its_backend_the_client_spoke_https() {
     assert_eq!(run.stdout.matches("X-Forwarded-Proto").count(), 1, "{}", run.stdout);
 }
 
+#[test]
+fn proxy_speaks_tls_to_backends_it_verifies_keeps_them_pooled_and_502s_one_that_fails_saying_so_once() {
+    if !tool_available("curl", "curl") {
+        return;
+    }
+    let ca = tls_arg("ca.pem");
+    // Verified against the CA, by the backend's address (the certificate has 127.0.0.1).
+    let backend = hello(&[]);
+    let to = backend.addr().to_string();
+    let mut proxy = example("proxy", &["--backend", &to, "--backend-tls", "--backend-ca", &ca]);
+    for _ in 0..5 {
+        assert_eq!(curl_hello(proxy.addr().port()), HELLO);
+    }
+    signal(proxy.pid(), "TERM");
+    proxy.wait_exit(WAIT);
+    let said = proxy.wait_stderr_closed(WAIT);
+    assert!(said.contains(": 5 requests, 1 backend connections opened"), "the pool kept none:\n{said}");
+    // A backend whose certificate is not for the name it is reached by.
+    let other = Server::percore(&strs(&tls_args("example.test", &[])));
+    let named = format!("localhost:{}", other.addr().port());
+    let refused = example("proxy", &["--backend", &named, "--backend-tls", "--backend-ca", &ca]);
+    for _ in 0..2 {
+        let run =
+            succeeded("curl", curl(refused.addr().port(), &["-o", "/dev/null", "-w", "%{http_code}"], ""));
+        assert_eq!(run.stdout, "502");
+    }
+    let line =
+        format!("proxy: backend 127.0.0.1:{} (localhost): its TLS handshake failed", other.addr().port());
+    let stderr = refused.wait_for_stderr(WAIT, "the failed handshake said", |s| s.contains(&line));
+    assert_eq!(stderr.matches(&line).count(), 1, "{stderr}");
+    // Unverified, on the flag that says so.
+    let insecure = example("proxy", &["--backend", &named, "--backend-tls", "--backend-tls-insecure"]);
+    assert_eq!(curl_hello(insecure.addr().port()), HELLO);
+    // Neither: a usage error.
+    let run =
+        util::run_capturing(&util::example_bin("proxy"), &["--port", "0", "--backend", &to, "--backend-tls"]);
+    assert_eq!(run.status.code(), Some(2), "{}", run.stderr);
+    assert!(run.stderr.contains("--backend-tls needs --backend-ca"), "{}", run.stderr);
+}
+
 // 3. Hostile input.
 
 /// Reads what the server sends on `stream` until it closes it; a reset after some
