@@ -12,13 +12,21 @@ the requests that failed (connect, read, write, timeout, parse, and non-2xx):
   stop           SIGTERM (nginx: QUIT, its graceful stop) a second before the load ends:
                  requests after it fail to connect, by design
 
+With --tls both serve HTTPS (the tests' certificate; nginx `listen ... ssl` with
+tickets) and the load is over https (`--cacert`): a reload then renews the
+certificate (percore reads it again; nginx reloads its configuration). With
+--close every request is a new connection (`--close`; over TLS `--tls-resume`,
+a handshake resumed with the ticket of an earlier one): the new-connection load.
+
     python3 benches/restart.py                  # builds percore first
     python3 benches/restart.py --duration 20 --servers percore
+    python3 benches/restart.py --tls --close    # HTTPS, a connection per request
 
 Needs nginx (nginx-light) for its column; never needs root.
 """
 import argparse, json, os, shutil, signal, subprocess, sys, tempfile, threading, time
 
+from e2e import CERT, CERTS, KEY
 from procs import children, free_port, wait_listening
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -30,7 +38,7 @@ events {{ worker_connections 65536; use epoll; }}
 http {{ access_log off; keepalive_requests 1000000;
   client_body_temp_path {dir}/body; proxy_temp_path {dir}/proxy; fastcgi_temp_path {dir}/fastcgi;
   uwsgi_temp_path {dir}/uwsgi; scgi_temp_path {dir}/scgi;
-  server {{ listen 127.0.0.1:{port} reuseport backlog=4096;
+  server {{ listen 127.0.0.1:{port}{ssl} reuseport backlog=4096; {certificate}
     location / {{ default_type text/plain; return 200 "hello, world!\\n"; }} }} }}
 """
 STEPS = ['reload x10', 'upgrade', 'kill -9', 'stop']
@@ -41,6 +49,8 @@ def main():
     ap.add_argument('--duration', type=int, default=30, help='seconds of load per step (default 30)')
     ap.add_argument('--servers', default='percore,nginx')
     ap.add_argument('--no-build', action='store_true')
+    ap.add_argument('--tls', action='store_true', help='HTTPS: a reload renews the certificate')
+    ap.add_argument('--close', action='store_true', help='a new connection per request')
     args = ap.parse_args()
     if not args.no_build:
         subprocess.run(['cargo', 'build', '--release', '--quiet'], cwd=ROOT, check=True)
@@ -51,12 +61,13 @@ def main():
     with tempfile.TemporaryDirectory(prefix='percore-restart-') as workdir:
         for step in STEPS:
             for server in servers:
-                results[(server, step)] = run_step(server, step, args.duration, workdir)
+                results[(server, step)] = run_step(server, step, args, workdir)
                 r = results[(server, step)]
                 print(f'{step:11} {server:8} {r["failed"]:>6} failed of {r["sent"]:>8}  {r["detail"]}',
                       file=sys.stderr, flush=True)
-    print(f'`percore bench -c 200 -d {args.duration}s` per step, two workers each; failed requests '
-          f'(connect, read, write, timeout, parse and non-2xx) of those sent.\n')
+    print(f'`percore bench -c 200 -d {args.duration}s{load_flags(args)}` per step, two workers each'
+          + (', over https' if args.tls else '')
+          + '; failed requests (connect, read, write, timeout, parse and non-2xx) of those sent.\n')
     print('| step | ' + ' | '.join(servers) + ' |')
     print('|---|' + '---|' * len(servers))
     for step in STEPS:
@@ -75,11 +86,11 @@ def cell(r, step):
 
 
 
-def run_step(server, step, duration, workdir):
-    port = free_port()
-    proc = start(server, port, workdir)
+def run_step(server, step, args, workdir):
+    port, duration = free_port(), args.duration
+    proc = start(server, port, workdir, args.tls)
     try:
-        load = threading.Thread(target=lambda: result.update(bench(port, duration)))
+        load = threading.Thread(target=lambda: result.update(bench(port, args)))
         result = {}
         load.start()
         act(server, step, proc, duration, workdir)
@@ -134,10 +145,19 @@ def upgrade(server, proc, workdir):
     os.kill(old, signal.SIGQUIT)
 
 
-def bench(port, duration):
-    cmd = [PERCORE, 'bench', '-t', '1', '-c', '200', '-d', f'{duration}s', '--json',
-           f'http://127.0.0.1:{port}/']
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 120)
+def load_flags(args):
+    """The load's flags beyond -c and -d, as the table's title says them."""
+    flags = (' --close' if args.close else '') + (' --tls-resume' if args.close and args.tls else '')
+    return flags + (' --cacert ca.pem' if args.tls else '')
+
+
+def bench(port, args):
+    scheme = 'https' if args.tls else 'http'
+    cmd = [PERCORE, 'bench', '-t', '1', '-c', '200', '-d', f'{args.duration}s', '--json',
+           f'{scheme}://127.0.0.1:{port}/']
+    cmd[2:2] = ['--close'] * args.close + ['--tls-resume'] * (args.close and args.tls) \
+        + ['--cacert', os.path.join(CERTS, 'ca.pem')] * args.tls
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.duration + 120)
     try:
         return json.loads(out.stdout)
     except json.JSONDecodeError:
@@ -153,12 +173,15 @@ def summarize(report):
     return dict(failed=failed, refused=errors['connect'], sent=report['requests'] + errors['total'], detail=kinds)
 
 
-def start(server, port, workdir):
+def start(server, port, workdir, tls):
     if server == 'percore':
         cmd = [PERCORE, 'serve', '--bind', '127.0.0.1', '--port', str(port), '--workers', '2']
+        cmd += ['--tls-cert', CERT, '--tls-key', KEY] * tls
     else:
+        ssl, certificate = ('', '') if not tls else (
+            ' ssl', f'ssl_certificate {CERT}; ssl_certificate_key {KEY}; ssl_session_tickets on;')
         with open(os.path.join(workdir, 'nginx.conf'), 'w') as f:
-            f.write(NGINX_CONF.format(dir=workdir, port=port))
+            f.write(NGINX_CONF.format(dir=workdir, port=port, ssl=ssl, certificate=certificate))
         cmd = nginx_cmd(workdir)
     stderr = open(os.path.join(workdir, f'{server}.err'), 'w')
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
