@@ -182,7 +182,8 @@ def start_proxy(proxy, backend, workdir, args):
         conf = os.path.join(d, 'nginx.conf')
         buffering = 'proxy_request_buffering off; proxy_buffering off;' if proxy == 'nginx-nobuf' else ''
         ssl, certificate = ('', '') if not args.tls else (
-            ' ssl', f'ssl_certificate {e2e.CERT}; ssl_certificate_key {e2e.KEY}; ssl_session_tickets on;')
+            ' ssl', f'ssl_certificate {e2e.CERT}; ssl_certificate_key {e2e.KEY}; ssl_protocols TLSv1.2 TLSv1.3; '
+            'ssl_session_tickets on;')
         with open(conf, 'w') as f:
             f.write(NGINX_CONF.format(dir=d, port=port, backend=backend, keepalive=KEEPALIVE, buffering=buffering,
                                       ssl=ssl, certificate=certificate))

@@ -179,7 +179,7 @@ def start(server, port, workdir, tls):
         cmd += ['--tls-cert', CERT, '--tls-key', KEY] * tls
     else:
         ssl, certificate = ('', '') if not tls else (
-            ' ssl', f'ssl_certificate {CERT}; ssl_certificate_key {KEY}; ssl_session_tickets on;')
+            ' ssl', f'ssl_certificate {CERT}; ssl_certificate_key {KEY}; ssl_protocols TLSv1.2 TLSv1.3; ssl_session_tickets on;')
         with open(os.path.join(workdir, 'nginx.conf'), 'w') as f:
             f.write(NGINX_CONF.format(dir=workdir, port=port, ssl=ssl, certificate=certificate))
         cmd = nginx_cmd(workdir)
@@ -194,7 +194,9 @@ def start(server, port, workdir, tls):
 
 
 def nginx_cmd(workdir):
-    return ['nginx', '-p', workdir, '-c', os.path.join(workdir, 'nginx.conf')]
+    # By its full path: at USR2 nginx executes its argv[0] again, and a bare `nginx`
+    # fails there (execve: ENOENT), which made its upgrade step a failed upgrade.
+    return [shutil.which('nginx'), '-p', workdir, '-c', os.path.join(workdir, 'nginx.conf')]
 
 
 def nginx_master(proc, workdir):
