@@ -397,6 +397,37 @@ fn a_reload_renews_the_certificate_and_one_that_fails_to_load_keeps_the_one_serv
 }
 
 #[test]
+fn a_renewal_under_wrk_and_ab_fails_no_request() {
+    if !tool_available("wrk", "wrk") || !tool_available("ab", "apache2-utils") {
+        return;
+    }
+    let test_file = |name| std::fs::read(tls_file(name)).expect("a test certificate or key");
+    let (cert, key) = (
+        TempFile::with_contents(&test_file("expired.pem")),
+        TempFile::with_contents(&test_file("expired.key")),
+    );
+    let server =
+        Server::percore(&["--workers", "2", "--no-pin", "--tls-cert", cert.path(), "--tls-key", key.path()]);
+    let url = format!("https://127.0.0.1:{}/", server.addr().port());
+    // Keep-alive connections (wrk) and a handshake per request (ab), neither
+    // verifying the certificate, across the renewal.
+    let wrk_url = url.clone();
+    let wrk = thread::spawn(move || run_wrk(&["-t1", "-c20", "-d3s"], &wrk_url));
+    let ab =
+        thread::spawn(move || run_capturing_within(Path::new("ab"), &["-n", "1000", "-c", "10", &url], WAIT));
+    thread::sleep(Duration::from_millis(500));
+    std::fs::write(cert.path(), test_file("localhost.pem")).expect("renewing the certificate");
+    std::fs::write(key.path(), test_file("localhost.key")).expect("renewing the key");
+    signal(server.pid(), "HUP");
+    server.wait_for_stderr(WAIT, "the reload", |s| s.contains("reloading: generation 2"));
+    assert!(wrk.join().expect("the wrk thread") > 0);
+    let run = succeeded("ab", ab.join().expect("the ab thread"));
+    assert!(run.stdout.contains("Complete requests:      1000\n"), "{}", run.stdout);
+    assert!(run.stdout.contains("Failed requests:        0\n"), "{}", run.stdout);
+    assert!(!run.stdout.contains("Non-2xx"), "{}", run.stdout);
+}
+
+#[test]
 fn each_name_gets_its_certificate_and_an_unknown_or_absent_name_the_first() {
     if !tool_available("openssl", "openssl") || !tool_available("curl", "curl") {
         return;
