@@ -22,7 +22,7 @@ use super::io::Addresses;
 use super::output::{Output, SendQueue};
 use super::protocol::Closed;
 use super::slab::Token;
-use super::wire::{Establishing, Received, Wire};
+use super::wire::{Establishing, Received, Wire, WithTls};
 use crate::listen::Address;
 use crate::tls::{ContentType, Failure, Handshaking, Session, MAX_PLAINTEXT};
 
@@ -55,12 +55,6 @@ struct Tls {
     covered: usize,
     /// The peer's close_notify came: the next read finds the end of the stream.
     peer_closed: bool,
-}
-
-/// A wire that can be made to speak TLS.
-pub(crate) trait WithTls {
-    /// Speaks TLS from now on, as `session` says (its handshake to come).
-    fn speak_tls(&mut self, session: Session);
 }
 
 impl<W: Wire> WithTls for Secured<W> {

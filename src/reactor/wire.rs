@@ -82,12 +82,19 @@ pub(crate) trait Wire: Sized + Addresses {
     fn retire(self, _registry: &mut Self::Registry, _token: Token, _closed: Closed) {}
 }
 
+/// A wire that can be made to speak TLS (a `Secured` one).
+#[cfg(feature = "tls")]
+pub(crate) trait WithTls {
+    /// Speaks TLS from now on, as `session` says (its handshake to come).
+    fn speak_tls(&mut self, session: crate::tls::Session);
+}
+
 /// A wire a driver runs: with the `tls` feature, one that can be made to speak TLS
-/// (the loop's and the harness's, each a [`Secured`](super::secured::Secured) one).
+/// (the loop's and the harness's, each a `Secured` one).
 #[cfg(feature = "tls")]
-pub(crate) trait DriverWire: Wire + super::secured::WithTls {}
+pub(crate) trait DriverWire: Wire + WithTls {}
 #[cfg(feature = "tls")]
-impl<W: Wire + super::secured::WithTls> DriverWire for W {}
+impl<W: Wire + WithTls> DriverWire for W {}
 /// A wire a driver runs.
 #[cfg(not(feature = "tls"))]
 pub(crate) trait DriverWire: Wire {}
