@@ -67,7 +67,8 @@
 //! `--backend-tls-insecure`; the pool keeps TLS connections as it keeps plain ones
 //! (and the client keeps a ticket per connection to resume with). A backend whose
 //! handshake fails is answered 502 and skipped as one that refuses, and said once
-//! on stderr (`proxy: backend ADDR (NAME): its TLS handshake failed ...`).
+//! on stderr with rustls's reason (`proxy: backend ADDR (NAME): TLS handshake: invalid
+//! peer certificate: certificate not valid for name "NAME" ...`).
 //! - `Host` is passed on.
 //!
 //! Backends: round robin; a backend that refuses, or does not accept within

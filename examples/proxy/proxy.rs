@@ -193,20 +193,16 @@ impl Proxy {
         self
     }
 
-    /// Says, once per backend, that its TLS handshake failed (`closed` says it did:
-    /// `InvalidData`).
+    /// Says, once per backend, that its TLS handshake failed, and why.
     #[cfg(feature = "tls")]
-    pub(crate) fn tell_tls_failure(&mut self, backend: usize, closed: Closed) {
+    pub(crate) fn tell_tls_failure(&mut self, backend: usize, why: &percore::tls::TlsFailure) {
         let Some(tls) = self.backend_tls.as_mut() else { return };
-        if closed != Closed::ConnectFailed(std::io::ErrorKind::InvalidData)
-            || std::mem::replace(&mut tls.said[backend], true)
-        {
+        if std::mem::replace(&mut tls.said[backend], true) {
             return;
         }
         #[cfg(not(fuzzing))]
         percore::cli::say(format_args!(
-            "proxy: backend {} ({}): its TLS handshake failed (a certificate not trusted or not for that name, \
-             or an alert): answered 502 while it fails",
+            "proxy: backend {} ({}): {why}; answered 502 while it fails",
             self.backends.addr(backend),
             tls.names[backend]
         ));

@@ -169,8 +169,10 @@ impl Proxy {
     pub(crate) fn upstream_closed(&mut self, closed: Closed, io: &mut Io<'_>) {
         let failure = Failure::of(closed);
         #[cfg(feature = "tls")]
-        if let Some(backend) = self.upstreams.get(&io.id()).map(|upstream| upstream.backend) {
-            self.tell_tls_failure(backend, closed);
+        if let (Some(backend), Some(why)) =
+            (self.upstreams.get(&io.id()).map(|u| u.backend), io.tls_failure())
+        {
+            self.tell_tls_failure(backend, why);
         }
         if let Some(upstream) = self.upstreams.get(&io.id()) {
             let owed = upstream.client.is_some();

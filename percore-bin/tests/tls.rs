@@ -683,7 +683,10 @@ fn proxy_speaks_tls_to_backends_it_verifies_keeps_them_pooled_and_502s_one_that_
         assert_eq!(run.stdout, "502");
     }
     let line =
-        format!("proxy: backend 127.0.0.1:{} (localhost): its TLS handshake failed", other.addr().port());
+        format!(
+        "proxy: backend 127.0.0.1:{} (localhost): TLS handshake: invalid peer certificate: certificate not valid for name \"localhost\"",
+        other.addr().port()
+    );
     let stderr = refused.wait_for_stderr(WAIT, "the failed handshake said", |s| s.contains(&line));
     assert_eq!(stderr.matches(&line).count(), 1, "{stderr}");
     // Unverified, on the flag that says so.

@@ -72,6 +72,11 @@ pub(crate) trait Addresses: std::fmt::Debug {
     fn tls(&self) -> Option<&crate::tls::Negotiated> {
         None
     }
+    /// Why its TLS handshake failed, if it did.
+    #[cfg(feature = "tls")]
+    fn tls_failure(&self) -> Option<&crate::tls::TlsFailure> {
+        None
+    }
 }
 
 /// A call's connection's ends: its wire, and the peer's address if the wire's
@@ -183,6 +188,15 @@ impl<'a> Io<'a> {
     #[cfg(feature = "tls")]
     pub fn tls(&self) -> Option<&crate::tls::Negotiated> {
         self.ends.wire.tls()
+    }
+
+    /// Why this connection's TLS handshake failed: in `on_close` of a connection
+    /// opened with [`connect_tls`](Io::connect_tls) that closes as
+    /// [`ConnectFailed`](super::Closed::ConnectFailed)`(InvalidData)` (an accepted one
+    /// that fails its handshake never reaches the protocol); `None` otherwise.
+    #[cfg(feature = "tls")]
+    pub fn tls_failure(&self) -> Option<&crate::tls::TlsFailure> {
+        self.ends.wire.tls_failure()
     }
 
     /// The loop's time, read once per turn of the loop (after it waited).

@@ -24,7 +24,7 @@ use super::protocol::Closed;
 use super::slab::Token;
 use super::wire::{Establishing, Received, Wire, WithTls};
 use crate::listen::Address;
-use crate::tls::{ContentType, Failure, Handshaking, Session, MAX_PLAINTEXT};
+use crate::tls::{ContentType, Failure, Handshaking, Session, TlsFailure, MAX_PLAINTEXT};
 
 /// Plaintext one send seals at most before it hands the records to the inner
 /// wire: three full records, as a plaintext send hands the socket 48 KiB a call.
@@ -55,6 +55,8 @@ struct Tls {
     covered: usize,
     /// The peer's close_notify came: the next read finds the end of the stream.
     peer_closed: bool,
+    /// Why the handshake failed, once it did.
+    failure: Option<Box<TlsFailure>>,
 }
 
 impl<W: Wire> WithTls for Secured<W> {
@@ -94,7 +96,7 @@ impl<W: Wire> Secured<W> {
 
 impl Tls {
     fn new(session: Session) -> Tls {
-        Tls { session, sealed: Vec::new(), sent: 0, covered: 0, peer_closed: false }
+        Tls { session, sealed: Vec::new(), sent: 0, covered: 0, peer_closed: false, failure: None }
     }
 
     /// Hands the inner wire what is sealed; returns whether it took it all. Once
@@ -169,6 +171,10 @@ impl<W: Addresses> Addresses for Secured<W> {
     fn tls(&self) -> Option<&crate::tls::Negotiated> {
         self.tls.as_deref()?.session.negotiated()
     }
+
+    fn tls_failure(&self) -> Option<&TlsFailure> {
+        self.tls.as_deref()?.failure.as_deref()
+    }
 }
 
 /// A TLS failure, as the wire's callers see it: the connection cannot go on.
@@ -209,9 +215,10 @@ impl<W: Wire> Wire for Secured<W> {
                         (Handshaking::Reading, Ok(_)) => {}
                     }
                 }
-                Err(_) => {
+                Err(failure) => {
                     // The alert rustls wrote goes if it can.
                     let _ = tls.send_sealed(&mut self.inner);
+                    tls.failure = Some(Box::new(TlsFailure(failure)));
                     return Establishing::Failed(io::ErrorKind::InvalidData);
                 }
             }

@@ -17,5 +17,5 @@ pub use config::{ClientTls, ClientTlsOptions, ServerTls, TlsError, Trust};
 pub(crate) use record::{ContentType, MAX_PLAINTEXT};
 /// The types of [`Negotiated`]'s fields, rustls's own (rustls 0.23).
 pub use rustls::{CipherSuite, ProtocolVersion};
-pub use session::Negotiated;
 pub(crate) use session::{Failure, Handshaking, Session};
+pub use session::{Negotiated, TlsFailure};

@@ -60,6 +60,21 @@ impl std::fmt::Display for Failure {
     }
 }
 
+/// Why a connection's TLS handshake failed, as rustls said it: a certificate not
+/// trusted or not for the name asked, an alert from the peer, no version or cipher
+/// suite in common. `Display` says it in a line; [`Io::tls_failure`](crate::reactor::Io::tls_failure)
+/// gives it in `on_close`.
+#[derive(Debug)]
+pub struct TlsFailure(pub(crate) Failure);
+
+impl std::fmt::Display for TlsFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for TlsFailure {}
+
 /// What a step of the handshake came to.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Handshaking {
