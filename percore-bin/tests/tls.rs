@@ -76,11 +76,14 @@ fn example(name: &str, extra: &[&str]) -> Server {
 /// Asserts the server still runs its first worker (nothing it was sent crashed it)
 /// and serves a client after it (curl, if it is there).
 fn assert_first_worker_serves(server: &Server) {
-    let workers = worker_lines(&server.stderr());
-    assert_eq!(workers.len(), 1, "a worker was restarted: {}", server.stderr());
+    // Its line may not have been read yet on a loaded machine: waited for, not assumed.
+    let stderr = server.wait_for_stderr(WAIT, "the worker's line", |s| !worker_lines(s).is_empty());
+    let first = worker_lines(&stderr)[0].pid;
     if tool_available("curl", "curl") {
         assert_eq!(curl_hello(server.addr().port()), HELLO, "a client after it is served");
     }
+    assert!(is_running(first), "the first worker {first} is gone:\n{}", server.stderr());
+    assert_eq!(worker_lines(&server.stderr()).len(), 1, "a worker was restarted: {}", server.stderr());
 }
 
 /// Stops `server` gracefully and returns its worker's last line.
