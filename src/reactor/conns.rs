@@ -104,8 +104,9 @@ impl Conns<'_> {
     /// `server` (the name its certificate must have, sent by SNI; an IP address is
     /// checked against the certificate, not sent), as [`connect`](Conns::connect)
     /// does: established (and `on_open` called) once its handshake is done too,
-    /// within the connect timeout; a handshake that fails (a certificate not
-    /// trusted or not the name's, an alert) reaches `on_close` as
+    /// within the connect timeout, what was written to it meanwhile sent then; a
+    /// handshake that fails (a certificate not trusted or not the name's, an alert;
+    /// the connection never opened: its state is as created) reaches `on_close` as
     /// [`Closed::ConnectFailed`](super::Closed::ConnectFailed)`(InvalidData)`, and
     /// a `server` that is neither a DNS name nor an IP address as
     /// `ConnectFailed(InvalidInput)`. The [`Harness`](super::Harness) plays no TLS

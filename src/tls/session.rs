@@ -62,8 +62,9 @@ impl std::fmt::Display for Failure {
 
 /// Why a connection's TLS handshake failed, as rustls said it: a certificate not
 /// trusted or not for the name asked, an alert from the peer, no version or cipher
-/// suite in common. `Display` says it in a line; [`Io::tls_failure`](crate::reactor::Io::tls_failure)
-/// gives it in `on_close`.
+/// suite in common. `Display` says it in a line, e.g. `TLS handshake: invalid peer
+/// certificate: certificate not valid for name "localhost"; ...`;
+/// [`Io::tls_failure`](crate::reactor::Io::tls_failure) gives it in `on_close`.
 #[derive(Debug)]
 pub struct TlsFailure(pub(crate) Failure);
 
